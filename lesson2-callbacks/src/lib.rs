@@ -1,0 +1,9 @@
+//! Lesson 2 (not yet built).
+
+use shared::{Config, CrawlReport};
+
+/// Crawl from `config.roots` and report every URL reached.
+pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
+    let _ = config;
+    anyhow::bail!("lesson 2 is not yet built")
+}

@@ -1,0 +1,1 @@
+//! # The behaviour suite (being built)

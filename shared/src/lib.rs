@@ -1,0 +1,39 @@
+//! # `shared` — what does not change between lessons
+//!
+//! The four lessons rebuild one crawler with four concurrency models. What the
+//! crawler *does* — speak HTTP/1.x, find links, decide which URLs belong to the
+//! site, count results and print the report, read the command line — is the
+//! same in every lesson, so it lives here, once. A diff between two lessons
+//! then shows only the concurrency model changing.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`http`] | `GET` request writing and an incremental response parser fed bytes as they arrive |
+//! | [`links`] | the course's link regex, URL resolution and the URL policy (hosts, schemes, `--exclude`) |
+//! | [`page`] | turning a parsed response into a [`stats::FetchStatistic`] plus the links to follow |
+//! | [`net`] | resolving a host once per crawl, the `https` refusal, the open-file limit |
+//! | [`stats`] | `FetchStatistic`, `FetchError` and its kinds (the report's `fail_<kind>` keys) |
+//! | [`report`] | `CrawlReport` and the report printer in the spec's exact layout |
+//! | [`log`] | the log lines on stderr, with levels (`-q`, `-v`), capturable in tests |
+//! | [`cli`] | one argument parser for all lessons, and `run`, the body of every `main` |
+//! | [`fixtures`] | test servers: a scripted in-process HTTP server, a site generator, a static file server |
+//! | [`behaviour`] | the behaviour suite every lesson's tests run |
+
+pub mod behaviour;
+pub mod cli;
+pub mod fixtures;
+pub mod http;
+pub mod links;
+pub mod log;
+pub mod net;
+pub mod page;
+pub mod report;
+pub mod stats;
+
+pub use cli::{Config, Lesson};
+pub use report::CrawlReport;
+pub use stats::{FailKind, FetchError, FetchStatistic};
+
+/// The signature every lesson's `crawl` has: the behaviour suite, the demo and
+/// `main` all take a lesson through this one function.
+pub type CrawlFn = fn(&Config) -> anyhow::Result<CrawlReport>;

@@ -1,0 +1,261 @@
+//! # The report
+//!
+//! Every lesson ends the same way: a [`CrawlReport`] holding one
+//! [`FetchStatistic`] per finished URL plus a few figures about the run, and
+//! [`CrawlReport::render`] printing it in exactly the spec's layout — the
+//! 500-lines crawler's `reporting.py`, line for line. Because the report is
+//! built from the statistics alone, two lessons that crawled the same site can
+//! be compared by comparing their reports.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::stats::FetchStatistic;
+
+/// What a crawl produced.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlReport {
+    /// One statistic per finished URL, in any order (the report sorts).
+    pub stats: Vec<FetchStatistic>,
+    /// Wall-clock time of the crawl.
+    pub elapsed: Duration,
+    /// `M` of the `Finished` line: `--threads` (lesson 1), the peak number of
+    /// fetches in flight (lessons 2 and 3), `--max-tasks` (lesson 4).
+    pub max_tasks: usize,
+    /// `K`, achieved concurrency: the most fetches in flight at once.
+    pub peak_in_flight: usize,
+    /// URLs queued but not finished (0 after a complete crawl).
+    pub todo: usize,
+}
+
+impl CrawlReport {
+    /// The statistics sorted by URL, in byte order.
+    pub fn sorted(&self) -> Vec<&FetchStatistic> {
+        let mut stats: Vec<&FetchStatistic> = self.stats.iter().collect();
+        stats.sort_by(|a, b| a.url.as_bytes().cmp(b.url.as_bytes()));
+        stats
+    }
+
+    /// The statistic of `url`, if that URL finished.
+    pub fn get(&self, url: &str) -> Option<&FetchStatistic> {
+        self.stats.iter().find(|s| s.url == url)
+    }
+
+    /// The set of finished URLs.
+    pub fn urls(&self) -> BTreeSet<String> {
+        self.stats.iter().map(|s| s.url.clone()).collect()
+    }
+
+    /// Did at least one fetch receive an HTTP status line? (Exit status 1 when not.)
+    pub fn received_any_status(&self) -> bool {
+        self.stats.iter().any(|s| s.status.is_some())
+    }
+
+    /// The stats table: the original's counter keys and their totals.
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        let mut add = |key: String, n: usize| *counts.entry(key).or_insert(0) += n;
+        for stat in &self.stats {
+            if let Some(err) = &stat.error {
+                add("fail".into(), 1);
+                add(format!("fail_{}", err.kind.key()), 1);
+            } else if stat.next_url.is_some() {
+                add("redirect".into(), 1);
+            } else if stat.status == Some(200) && stat.content_type.as_deref() == Some("text/html")
+            {
+                add("html".into(), 1);
+                add("html_bytes".into(), stat.size);
+            } else if stat.status == Some(200) {
+                add("other".into(), 1);
+                add("other_bytes".into(), stat.size);
+            } else {
+                add("error".into(), 1);
+                add("error_bytes".into(), stat.size);
+                if let Some(status) = stat.status {
+                    add(format!("status_{status}"), 1);
+                }
+            }
+        }
+        counts.retain(|_, n| *n > 0);
+        counts
+    }
+
+    /// The whole report, as printed on stdout.
+    pub fn render(&self) -> String {
+        let mut out = String::from("*** Report ***\n");
+        for stat in self.sorted() {
+            out.push_str(&line(stat));
+            out.push('\n');
+        }
+        let secs = self.elapsed.as_secs_f64();
+        let done = self.stats.len();
+        // A crawl of a single cached page can take less than a clock tick;
+        // report a rate of 0 rather than infinity or NaN.
+        let rate = if secs > 0.0 && self.max_tasks > 0 {
+            done as f64 / secs / self.max_tasks as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "Finished {done} urls in {secs:.3} secs (max_tasks={}) ({rate:.3} urls/sec/task)",
+            self.max_tasks
+        );
+        for (key, count) in self.counts() {
+            let _ = writeln!(out, "{count:>10} {key}");
+        }
+        let _ = writeln!(out, "Todo: {}", self.todo);
+        let _ = writeln!(out, "Done: {done}");
+        let _ = writeln!(
+            out,
+            "{done} URLs fetched in {secs:.1} seconds, achieved concurrency = {}",
+            self.peak_in_flight
+        );
+        out
+    }
+}
+
+/// One URL's report line (also the `info` log line printed when it finishes).
+pub fn line(stat: &FetchStatistic) -> String {
+    if let Some(err) = &stat.error {
+        return format!("{} error {}", stat.url, err);
+    }
+    let status = stat
+        .status
+        .map_or_else(|| "-".to_string(), |s| s.to_string());
+    if let Some(next) = &stat.next_url {
+        return format!("{} {status} redirect {next}", stat.url);
+    }
+    let content_type = stat.content_type.as_deref().unwrap_or("-");
+    let encoding = stat.encoding.as_deref().unwrap_or("-");
+    if stat.status == Some(200) && content_type == "text/html" {
+        format!(
+            "{} {status} {content_type} {encoding} {} {}/{}",
+            stat.url, stat.size, stat.num_new_urls, stat.num_urls
+        )
+    } else {
+        format!(
+            "{} {status} {content_type} {encoding} {}",
+            stat.url, stat.size
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{FailKind, FetchError};
+
+    fn stat(url: &str) -> FetchStatistic {
+        FetchStatistic {
+            url: url.into(),
+            ..Default::default()
+        }
+    }
+
+    fn sample() -> CrawlReport {
+        CrawlReport {
+            stats: vec![
+                FetchStatistic {
+                    status: Some(200),
+                    content_type: Some("text/html".into()),
+                    encoding: Some("utf-8".into()),
+                    size: 120,
+                    num_urls: 3,
+                    num_new_urls: 2,
+                    ..stat("http://h/")
+                },
+                FetchStatistic {
+                    status: Some(404),
+                    content_type: None,
+                    encoding: None,
+                    size: 9,
+                    ..stat("http://h/missing")
+                },
+                FetchStatistic::failed(
+                    "http://h/broken",
+                    FetchError::new(FailKind::Reset, "connection reset"),
+                ),
+                FetchStatistic {
+                    status: Some(301),
+                    next_url: Some("http://h/dir/".into()),
+                    ..stat("http://h/dir")
+                },
+                FetchStatistic {
+                    status: Some(200),
+                    content_type: Some("application/xml".into()),
+                    encoding: Some("iso-8859-1".into()),
+                    size: 40,
+                    ..stat("http://h/a.xml")
+                },
+                FetchStatistic::failed(
+                    "https://h/",
+                    FetchError::new(FailKind::Unsupported, "https not supported"),
+                ),
+            ],
+            elapsed: Duration::from_millis(2500),
+            max_tasks: 4,
+            peak_in_flight: 3,
+            todo: 0,
+        }
+    }
+
+    #[test]
+    fn golden_report() {
+        let expected = "\
+*** Report ***
+http://h/ 200 text/html utf-8 120 2/3
+http://h/a.xml 200 application/xml iso-8859-1 40
+http://h/broken error connection reset
+http://h/dir 301 redirect http://h/dir/
+http://h/missing 404 - - 9
+https://h/ error https not supported
+Finished 6 urls in 2.500 secs (max_tasks=4) (0.600 urls/sec/task)
+         1 error
+         9 error_bytes
+         2 fail
+         1 fail_reset
+         1 fail_unsupported
+         1 html
+       120 html_bytes
+         1 other
+        40 other_bytes
+         1 redirect
+         1 status_404
+Todo: 0
+Done: 6
+6 URLs fetched in 2.5 seconds, achieved concurrency = 3
+";
+        assert_eq!(sample().render(), expected);
+    }
+
+    #[test]
+    fn counts_add_up_to_done() {
+        let report = sample();
+        let c = report.counts();
+        let sum: usize = ["html", "other", "error", "redirect", "fail"]
+            .iter()
+            .map(|k| c.get(*k).copied().unwrap_or(0))
+            .sum();
+        assert_eq!(sum, report.stats.len());
+    }
+
+    #[test]
+    fn empty_crawl_has_no_division_by_zero() {
+        let report = CrawlReport::default();
+        let text = report.render();
+        assert!(text.contains("Finished 0 urls in 0.000 secs (max_tasks=0) (0.000 urls/sec/task)"));
+        assert!(!report.received_any_status());
+    }
+
+    #[test]
+    fn lines_sort_by_bytes_not_by_locale() {
+        let report = CrawlReport {
+            stats: vec![stat("http://h/b"), stat("http://h/B"), stat("http://h/a")],
+            ..Default::default()
+        };
+        let urls: Vec<_> = report.sorted().iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(urls, ["http://h/B", "http://h/a", "http://h/b"]);
+    }
+}
