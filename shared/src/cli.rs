@@ -14,9 +14,9 @@
 //!
 //! [`run`] is what each lesson's `main` calls: parse, start the demo site if
 //! asked, crawl, print the report, choose the exit status. Its decisions live
-//! in [`execute`], which writes to any two [`Write`] sinks and returns the status
-//! as a number, so the tests can walk every exit path with a fake crawl and
-//! no process, terminal or network.
+//! in [`execute`], which writes to any two [`Write`] sinks and returns the
+//! status as a number, so the tests can walk every exit path with a fake
+//! crawl and no process, terminal or network.
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -241,8 +241,8 @@ where
             }
         } else if arg.len() > 1 && arg.starts_with('-') {
             // Short options are flags only, so they may be bundled: `-vv`
-            // is `-v -v`, `-qv` is `-q -v`. (A lone `-` falls through to
-            // the roots below and is refused there as a URL.)
+            // is `-v -v`, `-qv` is `-q -v`. (A lone `-` is no option: it
+            // falls through to the roots and is checked as one.)
             for flag in arg.chars().skip(1) {
                 match flag {
                     'h' => return Ok(Command::Help(help(lesson))),
