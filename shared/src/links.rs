@@ -78,8 +78,9 @@ fn base_regex() -> &'static regex::bytes::Regex {
     RE.get_or_init(|| compile(BASE_PATTERN))
 }
 
-/// The raw bytes of every `href` value in `body`, in document order. Each
-/// item borrows from `body`: nothing is copied until a value is needed as text.
+/// Every `href` value in `body`, in document order: where it starts, and its
+/// raw bytes. Each value borrows from `body`: nothing is copied until it is
+/// needed as text.
 ///
 /// This finds exactly the matches of `LINK_PATTERN.find_iter(body)`, in two
 /// cheaper steps. Every match starts with `href`, so the first place where an
@@ -87,7 +88,7 @@ fn base_regex() -> &'static regex::bytes::Regex {
 /// pattern anchored there spares the engine the backward scan an unanchored
 /// search makes to find where a match began. (The test
 /// `same_values_as_the_plain_regex` holds the two to the same answers.)
-fn raw_hrefs(body: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+fn raw_hrefs(body: &[u8]) -> impl Iterator<Item = (usize, &[u8])> + '_ {
     let (href, link) = (href_regex(), link_regex());
     let mut at = 0;
     std::iter::from_fn(move || loop {
@@ -97,7 +98,8 @@ fn raw_hrefs(body: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
             Some(found) => {
                 // A match is never empty, so the search always moves forward.
                 at = start + found.end();
-                return Some(value_of(&body[start..at]));
+                let value = value_of(&body[start..at]);
+                return Some((at - value.len(), value));
             }
             // `href` without `=` and a value (prose, `data-href-x`): look on.
             None => at = candidate.end(),
@@ -203,47 +205,77 @@ fn decode_reference(text: &str) -> Option<(char, usize)> {
 /// Every `href` value in `body`, decoded, in document order (duplicates kept).
 pub fn extract_hrefs(body: &[u8]) -> Vec<String> {
     raw_hrefs(body)
-        .map(|raw| decode_value(raw).into_owned())
+        .map(|(_, raw)| decode_value(raw).into_owned())
         .collect()
 }
 
 /// The page's `<base href>`, if it has one.
 pub fn find_base(body: &[u8]) -> Option<String> {
-    // Most pages have no `<base>`: find the first `<base` with the fast
-    // literal search, and only then run the full pattern, once, from there.
-    // (Not anchored at each `<base` in turn, as `raw_hrefs` does with `href`:
-    // `[^>]*?` lets one attempt run on to the next `>`, so a page of `<base`
-    // without `>` would be scanned again from every one of them. One
-    // unanchored search is a single pass whatever the page holds.)
+    let (_, raw) = base_tags(body).next()?;
+    Some(decode_value(raw).into_owned())
+}
+
+/// Every `<base href>` tag of `body`, in document order: where its value
+/// starts, and its raw bytes. Most pages have none.
+fn base_tags(body: &[u8]) -> impl Iterator<Item = (usize, &[u8])> + '_ {
+    // Find the first `<base` with the fast literal search, and only from
+    // there run the full pattern. (It is not tried anchored at each `<base`
+    // in turn, as `raw_hrefs` does with `href`: `[^>]*?` lets one attempt run
+    // on to the next `>`, so a page of `<base` without `>` would be scanned
+    // again from every one of them. Unanchored searches, each starting where
+    // the last match ended, make one pass whatever the page holds.)
     let mut at = 0;
+    let mut first = body.len();
     while let Some(word) = base_word_regex().find_at(body, at) {
         at = word.end();
         if let Some(tag) = word.start().checked_sub(1).filter(|&i| body[i] == b'<') {
-            let captures = base_regex().captures_at(body, tag)?;
-            return Some(decode_value(captures.get(1)?.as_bytes()).into_owned());
+            first = tag;
+            break;
         }
     }
-    None
+    base_regex()
+        .captures_iter(&body[first..])
+        .filter_map(|captures| captures.get(1))
+        .map(move |value| (first + value.start(), value.as_bytes()))
 }
 
 /// Every link of the page, resolved against its `<base href>` or `page_url`,
 /// fragment dropped, distinct, in first-seen order. Values that do not parse
 /// as URLs are dropped.
 pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Url> {
-    // A relative `<base href>` is itself relative to the page. A base that
-    // does not parse, or cannot have relative URLs joined to it (`mailto:x`),
-    // is ignored, as browsers ignore it.
-    let base = find_base(body)
-        .and_then(|base| page_url.join(&base).ok())
+    // The first `<base href>` sets the base; a relative one is itself
+    // relative to the page. A base that does not parse, or cannot have
+    // relative URLs joined to it (`mailto:x`), is ignored, as browsers ignore
+    // it.
+    let base_tags: Vec<(usize, &[u8])> = base_tags(body).collect();
+    let base = base_tags
+        .first()
+        .and_then(|&(_, raw)| page_url.join(&decode_value(raw)).ok())
         .filter(|base| !base.cannot_be_a_base());
     let base = base.as_ref().unwrap_or(page_url);
+    // The regex finds the `href` of a `<base>` tag too, but a base is where
+    // links resolve from, not a link: those values are passed over. Both lists
+    // are in document order, so one walk along `base_tags` does it.
+    let mut next_base_tag = 0;
 
     // Resolving a URL is the expensive step, and documentation pages repeat
     // the same values (navigation, `#top`, `page.html#item`), so each raw
     // value, fragment cut off, is resolved once.
     let mut seen_values: HashSet<&[u8]> = HashSet::new();
     let mut links = Vec::new();
-    for raw in raw_hrefs(body) {
+    for (start, raw) in raw_hrefs(body) {
+        while base_tags
+            .get(next_base_tag)
+            .is_some_and(|&(tag, _)| tag < start)
+        {
+            next_base_tag += 1;
+        }
+        if base_tags
+            .get(next_base_tag)
+            .is_some_and(|&(tag, _)| tag == start)
+        {
+            continue;
+        }
         let raw = without_fragment(raw);
         if !seen_values.insert(raw) {
             continue;
@@ -593,14 +625,16 @@ mod tests {
                 .filter_map(|c| c.get(1))
                 .map(|m| m.as_bytes())
                 .collect();
-            assert_eq!(raw_hrefs(case).collect::<Vec<_>>(), expected, "{case:?}");
+            let found: Vec<&[u8]> = raw_hrefs(case).map(|(_, raw)| raw).collect();
+            assert_eq!(found, expected, "{case:?}");
         }
         let expected: Vec<&[u8]> = reference
             .captures_iter(&tricky)
             .filter_map(|c| c.get(1))
             .map(|m| m.as_bytes())
             .collect();
-        assert_eq!(raw_hrefs(&tricky).collect::<Vec<_>>(), expected);
+        let found: Vec<&[u8]> = raw_hrefs(&tricky).map(|(_, raw)| raw).collect();
+        assert_eq!(found, expected);
         assert_eq!(expected.len(), 13);
     }
 
@@ -717,19 +751,25 @@ mod tests {
         );
     }
 
-    // The `<base>` tag has an `href` too, and the course's regex finds it like
-    // any other: the base URL itself is one of the page's links, as it is for
-    // the tutorial's crawler.
-
     #[test]
     fn base_href_changes_where_links_resolve() {
         assert_eq!(
             links(r#"<base href="http://other.org/base/"><a href="x"> <a href="/y">"#),
-            [
-                "http://other.org/base/",
-                "http://other.org/base/x",
-                "http://other.org/y"
-            ]
+            ["http://other.org/base/x", "http://other.org/y"]
+        );
+    }
+
+    #[test]
+    fn a_base_is_not_a_link() {
+        // The regex sees its `href` like any other ...
+        let body = br#"<BASE href="/docs/"><a href="x"><base target=_top href=/second/>"#;
+        assert_eq!(extract_hrefs(body), ["/docs/", "x", "/second/"]);
+        // ... but neither base tag gives a link.
+        assert_eq!(links_of(body, "http://h/"), ["http://h/docs/x"]);
+        // The same value in an `<a>` is a link.
+        assert_eq!(
+            links(r#"<base href="/docs/"><a href="/docs/">"#),
+            ["http://example.com/docs/"]
         );
     }
 
@@ -738,7 +778,7 @@ mod tests {
         // The base applies to links before it too: it is the document's base.
         assert_eq!(
             links(r#"<a href="x"><base href="../docs/">"#),
-            ["http://example.com/docs/x", "http://example.com/docs/"]
+            ["http://example.com/docs/x"]
         );
     }
 
@@ -750,7 +790,7 @@ mod tests {
         );
         assert_eq!(
             links(r#"<base href="mailto:a@b"><a href="x">"#),
-            ["mailto:a@b", "http://example.com/dir/x"]
+            ["http://example.com/dir/x"]
         );
     }
 
