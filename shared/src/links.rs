@@ -170,7 +170,9 @@ fn decode_entities(text: &str) -> String {
 /// The longest reference decoded, `;` included: `&#x10FFFF;` and `&#1114111;`
 /// are 10 bytes. Looking for the `;` no further than this keeps decoding
 /// linear: a value of a million `&` without `;` must not cost a million
-/// scans to its end.
+/// scans to its end. (The price: a number padded with zeros past this length,
+/// `&#x00000041;`, is left as written; browsers would decode it, pages do not
+/// write it.)
 const MAX_REFERENCE_LEN: usize = 10;
 
 /// `text` starts with `&`: the character the reference names and the
@@ -541,18 +543,20 @@ mod tests {
     #[test]
     fn references_that_are_not_characters_are_kept_as_written() {
         for (value, expected) in [
-            ("/a&b", "/a&b"),                         // a bare `&`
-            ("/a&amp", "/a&amp"),                     // no `;`
-            ("/a&nbsp;", "/a&nbsp;"),                 // a name we do not decode
-            ("/a&#;", "/a&#;"),                       // no digits
-            ("/a&#x;", "/a&#x;"),                     // no hex digits
-            ("/a&#+65;", "/a&#+65;"),                 // a sign is not a digit
-            ("/a&#xD800;", "/a&#xD800;"),             // a surrogate
-            ("/a&#x110000;", "/a&#x110000;"),         // past U+10FFFF
-            ("/a&#99999999999;", "/a&#99999999999;"), // would overflow a u32
-            ("/a&#0;", "/a&#0;"),                     // NUL
-            ("/a&&amp;", "/a&&"),                     // a bare `&` before a real one
-            ("/&#x1F600;", "/\u{1F600}"),             // the longest form decodes
+            ("/a&b", "/a&b"),                                   // a bare `&`
+            ("/a&amp", "/a&amp"),                               // no `;`
+            ("/a&nbsp;", "/a&nbsp;"),                           // a name we do not decode
+            ("/a&#;", "/a&#;"),                                 // no digits
+            ("/a&#x;", "/a&#x;"),                               // no hex digits
+            ("/a&#+65;", "/a&#+65;"),                           // a sign is not a digit
+            ("/a&#xD800;", "/a&#xD800;"),                       // a surrogate
+            ("/a&#x110000;", "/a&#x110000;"),                   // past U+10FFFF
+            ("/a&#99999999999;", "/a&#99999999999;"),           // would overflow a u32
+            ("/a&#0;", "/a&#0;"),                               // NUL
+            ("/a&&amp;", "/a&&"),                               // a bare `&` before a real one
+            ("/&#x1F600;", "/\u{1F600}"),                       // beyond the BMP
+            ("/&#x10FFFF;&#1114111;", "/\u{10FFFF}\u{10FFFF}"), // the longest forms
+            ("/&#x00000041;", "/&#x00000041;"),                 // longer than any reference
         ] {
             let body = format!("<a href=\"{value}\">");
             assert_eq!(extract_hrefs(body.as_bytes()), [expected], "{value}");
