@@ -1,0 +1,734 @@
+//! # `book-check`: the book cannot drift from the code
+//!
+//! ```text
+//! mdbook build docs
+//! cargo run -p shared --bin book-check
+//! ```
+//!
+//! The course's chapters never paste code: they include it from the lesson
+//! crates with mdBook's `{{#include file:anchor}}`, and the diffs between
+//! lessons are generated pages. That only protects the reader if a broken
+//! include fails the build — and mdBook does not fail it: a missing file
+//! leaves the raw `{{#include …}}` in the page, a missing anchor includes
+//! nothing, a duplicated one includes the wrong lines (the Rust book once
+//! shipped a listing broken that way). This program checks, for every
+//! Markdown file under the book's `src/`:
+//!
+//! - every `{{#include}}`, `{{#rustdoc_include}}` and `{{#playground}}`
+//!   names a file that exists, and an anchor that starts exactly once, ends
+//!   exactly once and holds something (or a line range inside the file); a
+//!   misspelt helper (`{{#inlcude …}}`) is an error too, since mdBook would
+//!   print it as text;
+//! - every relative link and image (`[…](x.md)`, `(x.md#heading)`,
+//!   `![…](img/x.svg)`, `(#heading)`) names a file inside the book, and a
+//!   `#fragment` names a heading id the page really has, by mdBook's rules;
+//! - every page is reachable: listed in `SUMMARY.md`, or included by a page;
+//! - the generated diff pages match the code (as `lesson-diff --check`).
+//!
+//! It prints every problem as `file:line: what` and exits 1 if there is any.
+//!
+//! | module | what it does |
+//! |---|---|
+//! | [`includes`] | the `{{#…}}` helpers: parsing, anchors and line ranges, expansion |
+//! | [`markdown`] | links outside code, headings and the ids mdBook gives them |
+//!
+//! The diff pages' generator is `lesson-diff`'s, compiled in here from its
+//! folder, so the two programs cannot disagree about what "fresh" means.
+
+#[path = "../lesson-diff/diff.rs"]
+mod diff;
+mod includes;
+mod markdown;
+// The generator is shared with `lesson-diff`, which uses all of it; this
+// program only checks, so writing pages and picking one lesson go unused.
+#[path = "../lesson-diff/pages.rs"]
+#[allow(dead_code)]
+mod pages;
+#[cfg(test)]
+#[path = "../lesson-diff/testdir.rs"]
+mod testdir;
+#[path = "../lesson-diff/tree.rs"]
+#[allow(dead_code)]
+mod tree;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::LazyLock;
+
+use anyhow::{Context, Result};
+use regex::Regex;
+
+use includes::KNOWN_KINDS;
+
+const USAGE: &str = "\
+book-check: check the book's includes, anchors, links, summary and diff pages
+
+Usage: book-check [--root DIR]
+
+Options:
+  --root DIR   the workspace root, holding docs/ (default: the one this
+               program was built in)
+  -h, --help   print this help
+
+Exit status: 0 when the book is sound, 1 with a list of problems, 2 on an error.
+";
+
+/// One thing wrong with the book.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Problem {
+    /// The file, relative to the workspace root (empty for the diff pages'
+    /// messages, which name their file themselves).
+    file: String,
+    /// 1-based line, or 0 for the file as a whole.
+    line: usize,
+    /// What is wrong, in a sentence.
+    message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.file.is_empty(), self.line) {
+            (true, _) => write!(f, "{}", self.message),
+            (false, 0) => write!(f, "{}: {}", self.file, self.message),
+            (false, line) => write!(f, "{}:{line}: {}", self.file, self.message),
+        }
+    }
+}
+
+/// What a run checked, and what it found.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// Everything wrong, sorted by file and line.
+    problems: Vec<Problem>,
+    /// Markdown files read.
+    pages: usize,
+    /// `{{#…}}` helpers checked.
+    helpers: usize,
+    /// Relative links and images checked.
+    links: usize,
+}
+
+/// The two settings of `book.toml` that matter here.
+struct BookToml {
+    /// `[book] src`: where the Markdown lives, relative to `docs/`.
+    src: String,
+    /// `[output.html] smart-punctuation`: whether `--` becomes a dash,
+    /// which changes heading ids.
+    smart_punctuation: bool,
+}
+
+/// Reads the two settings, with mdBook's defaults (`src`, smart punctuation
+/// on). A line-based reading is enough for the flat keys involved.
+fn read_book_toml(text: &str) -> BookToml {
+    let mut toml = BookToml {
+        src: "src".to_string(),
+        smart_punctuation: true,
+    };
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim().trim_matches('"');
+        match (section.as_str(), key.trim()) {
+            ("book", "src") => toml.src = value.to_string(),
+            ("output.html", "smart-punctuation") => toml.smart_punctuation = value != "false",
+            _ => {}
+        }
+    }
+    toml
+}
+
+/// `path` with `.` and `..` folded away, without touching the disk (the
+/// file may not exist, which is what is being checked).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `%20` and friends in a link target, decoded.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A URL with a scheme (`https:`, `mailto:`) or a protocol-relative one:
+/// not a file of the book.
+static EXTERNAL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//)").expect("constant regex"));
+
+/// The Markdown files under `dir`, sorted.
+fn markdown_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(folder) = todo.pop() {
+        for entry in
+            fs::read_dir(&folder).with_context(|| format!("cannot list {}", folder.display()))?
+        {
+            let path = entry
+                .with_context(|| format!("cannot list {}", folder.display()))?
+                .path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The checker's state over one run.
+struct Checker<'a> {
+    /// The workspace root, for relative names in messages.
+    root: &'a Path,
+    /// The book's `src/` folder, normalized.
+    src: PathBuf,
+    /// From `book.toml`.
+    smart_punctuation: bool,
+    /// Heading ids per page, computed once (after expanding includes, since
+    /// a heading may come from an included file).
+    ids: HashMap<PathBuf, Vec<String>>,
+    /// Markdown files some page includes: they need no SUMMARY entry.
+    included: BTreeSet<PathBuf>,
+    /// What has been found so far.
+    outcome: Outcome,
+}
+
+impl Checker<'_> {
+    /// `path` relative to the workspace root, for messages.
+    fn name(&self, path: &Path) -> String {
+        path.strip_prefix(self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
+    fn problem(&mut self, file: &Path, line: usize, message: String) {
+        let file = self.name(file);
+        self.outcome.problems.push(Problem {
+            file,
+            line,
+            message,
+        });
+    }
+
+    /// The heading ids of the page at `path`.
+    fn ids_of(&mut self, path: &Path) -> &[String] {
+        if !self.ids.contains_key(path) {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let expanded = includes::expand(&text, dir, 0);
+            let ids = markdown::heading_ids(&expanded, self.smart_punctuation);
+            self.ids.insert(path.to_path_buf(), ids);
+        }
+        self.ids.get(path).map_or(&[], Vec::as_slice)
+    }
+
+    /// Checks the `{{#…}}` helpers of one page.
+    fn check_helpers(&mut self, page: &Path, text: &str) {
+        let dir = page.parent().unwrap_or(Path::new(""));
+        for helper in includes::helpers(text) {
+            self.outcome.helpers += 1;
+            let say = |what: String| format!("{}: {what}", helper.text);
+            if !KNOWN_KINDS.contains(&helper.kind.as_str()) {
+                let message = say(format!(
+                    "mdBook has no `#{}` helper and would print this as text",
+                    helper.kind
+                ));
+                self.problem(page, helper.line, message);
+                continue;
+            }
+            if helper.kind == "title" {
+                continue;
+            }
+            let target = normalize(&dir.join(&helper.path));
+            let content = match fs::read(&target) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(_) => {
+                    let message = say(format!("no such file {}", self.name(&target)));
+                    self.problem(page, helper.line, message);
+                    continue;
+                }
+            };
+            if target.extension().is_some_and(|e| e == "md") {
+                self.included.insert(target.clone());
+            }
+            if let Some(what) = includes::part_problem(&content, &helper.part) {
+                let message = say(format!("{} in {}", what, self.name(&target)));
+                self.problem(page, helper.line, message);
+            }
+        }
+    }
+
+    /// Checks the relative links and images of one page.
+    fn check_links(&mut self, page: &Path, text: &str, is_summary: bool) {
+        let dir = page.parent().unwrap_or(Path::new("")).to_path_buf();
+        for link in markdown::links(text) {
+            let dest = link.dest.trim();
+            if dest.is_empty() {
+                // `[Draft]()` is a draft chapter in SUMMARY.md; elsewhere it
+                // is a link to nowhere.
+                if !is_summary {
+                    self.problem(page, link.line, "a link with an empty target".to_string());
+                }
+                continue;
+            }
+            if EXTERNAL.is_match(dest) {
+                continue;
+            }
+            self.outcome.links += 1;
+            let (path_part, fragment) = match dest.split_once('#') {
+                Some((p, f)) => (p, Some(f)),
+                None => (dest, None),
+            };
+            let path_part = percent_decode(path_part);
+            if path_part.starts_with('/') {
+                let message = format!("`{dest}`: an absolute path; the book's links are relative");
+                self.problem(page, link.line, message);
+                continue;
+            }
+            let mut target = if path_part.is_empty() {
+                page.to_path_buf()
+            } else {
+                normalize(&dir.join(&path_part))
+            };
+            if !target.starts_with(&self.src) {
+                let message = format!(
+                    "`{dest}` points outside {} and will not be in the built book",
+                    self.name(&self.src)
+                );
+                self.problem(page, link.line, message);
+                continue;
+            }
+            // mdBook turns `x.md` into `x.html`; a link written to the
+            // `.html` is fine when the chapter's `.md` is there.
+            if !target.exists() && target.extension().is_some_and(|e| e == "html") {
+                let md = target.with_extension("md");
+                if md.is_file() {
+                    target = md;
+                }
+            }
+            if !target.is_file() {
+                let message = format!("`{dest}`: no such file {}", self.name(&target));
+                self.problem(page, link.line, message);
+                continue;
+            }
+            let Some(fragment) = fragment.filter(|f| !f.is_empty()) else {
+                continue;
+            };
+            if target.extension().is_none_or(|e| e != "md") {
+                continue;
+            }
+            let fragment = percent_decode(fragment);
+            let target_name = self.name(&target);
+            let ids = self.ids_of(&target);
+            if !ids.contains(&fragment) {
+                let shown: Vec<&str> = ids.iter().take(12).map(String::as_str).collect();
+                let more = if ids.len() > shown.len() { ", …" } else { "" };
+                let message = format!(
+                    "`{dest}`: {} has no heading with id `{fragment}` (its ids: {}{more})",
+                    target_name,
+                    shown.join(", ")
+                );
+                self.problem(page, link.line, message);
+            }
+        }
+    }
+}
+
+/// Runs every check on the book in `root/docs`.
+fn check_book(root: &Path) -> Result<Outcome> {
+    let root = normalize(root);
+    let docs = root.join("docs");
+    let toml_path = docs.join("book.toml");
+    let toml_text = fs::read_to_string(&toml_path)
+        .with_context(|| format!("cannot read {}", toml_path.display()))?;
+    let toml = read_book_toml(&toml_text);
+    let src = normalize(&docs.join(&toml.src));
+    let mut checker = Checker {
+        root: &root,
+        src: src.clone(),
+        smart_punctuation: toml.smart_punctuation,
+        ids: HashMap::new(),
+        included: BTreeSet::new(),
+        outcome: Outcome::default(),
+    };
+
+    let summary = src.join("SUMMARY.md");
+    let pages = markdown_files(&src)?;
+    for page in &pages {
+        let text = match fs::read_to_string(page) {
+            Ok(text) => text,
+            Err(e) => {
+                checker.problem(page, 0, format!("cannot read: {e}"));
+                continue;
+            }
+        };
+        checker.outcome.pages += 1;
+        checker.check_helpers(page, &text);
+        checker.check_links(page, &text, *page == summary);
+    }
+
+    // Reachability: a page mdBook builds is a SUMMARY entry; a page a
+    // chapter includes is part of that chapter.
+    match fs::read_to_string(&summary) {
+        Ok(text) => {
+            let chapters: BTreeSet<PathBuf> = markdown::links(&text)
+                .iter()
+                .filter(|l| !l.dest.is_empty() && !EXTERNAL.is_match(&l.dest))
+                .map(|l| {
+                    let path = l.dest.split('#').next().unwrap_or("");
+                    normalize(&src.join(percent_decode(path)))
+                })
+                .collect();
+            for page in &pages {
+                if *page != summary && !chapters.contains(page) && !checker.included.contains(page)
+                {
+                    checker.problem(
+                        page,
+                        0,
+                        "not in SUMMARY.md and not included by any page: mdBook will not build it"
+                            .to_string(),
+                    );
+                }
+            }
+        }
+        Err(_) => checker.problem(&summary, 0, "missing: mdBook needs it".to_string()),
+    }
+
+    // The generated diff pages.
+    for message in pages::check(&root)? {
+        checker.outcome.problems.push(Problem {
+            file: String::new(),
+            line: 0,
+            message,
+        });
+    }
+
+    let mut outcome = checker.outcome;
+    outcome.problems.sort();
+    Ok(outcome)
+}
+
+/// The workspace this program was built in: `shared/`'s parent.
+fn default_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+fn main() -> ExitCode {
+    let mut root = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "--root" => match args.next() {
+                Some(dir) => root = Some(PathBuf::from(dir)),
+                None => {
+                    eprintln!("book-check: --root needs a directory\n\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
+            other => {
+                eprintln!("book-check: unexpected argument {other:?}\n\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let root = root.unwrap_or_else(default_root);
+    let outcome = match check_book(&root) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("book-check: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    for problem in &outcome.problems {
+        println!("{problem}");
+    }
+    let summary = format!(
+        "{} pages, {} includes, {} relative links",
+        outcome.pages, outcome.helpers, outcome.links
+    );
+    if outcome.problems.is_empty() {
+        println!("book-check: {summary}: all sound");
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "book-check: {summary}: {} problem(s)",
+            outcome.problems.len()
+        );
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testdir::TestDir;
+
+    /// A small sound book: two chapters, a listing from a crate, an image,
+    /// links between chapters with fragments.
+    fn sound_book(name: &str) -> TestDir {
+        let dir = TestDir::new(name);
+        dir.write("docs/book.toml", "[book]\ntitle = \"t\"\nsrc = \"src\"\n");
+        dir.write(
+            "docs/src/SUMMARY.md",
+            "# Summary\n\n[Introduction](introduction.md)\n\n- [Lesson 1](lesson1.md)\n  - [Draft]()\n",
+        );
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\nStart with [lesson 1](lesson1.md#lesson-1).\n\
+             ![a chart](img/chart.svg)\n",
+        );
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n## The pool, and its `Queue`\n\n```rust\n{{#include ../../crate/src/pool.rs:pool}}\n```\n\
+             See [the pool](#the-pool-and-its-queue) or [the intro](./introduction.md).\n\
+             Show the syntax: `\\{{#include x.rs}}` and [a site](https://example.com/x.md).\n",
+        );
+        dir.write("docs/src/img/chart.svg", "<svg/>\n");
+        dir.write(
+            "crate/src/pool.rs",
+            "// ANCHOR: pool\npub struct Pool;\n// ANCHOR_END: pool\n",
+        );
+        dir
+    }
+
+    /// The problems found, as printed.
+    fn problems(dir: &TestDir) -> Vec<String> {
+        check_book(dir.path())
+            .unwrap()
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Asserts there is exactly one problem, containing every piece.
+    fn assert_one(dir: &TestDir, pieces: &[&str]) {
+        let found = problems(dir);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        for piece in pieces {
+            assert!(found[0].contains(piece), "{:?} lacks {piece:?}", found[0]);
+        }
+    }
+
+    #[test]
+    fn a_sound_book_has_no_problems() {
+        let dir = sound_book("sound");
+        let outcome = check_book(dir.path()).unwrap();
+        assert_eq!(outcome.problems, []);
+        assert_eq!((outcome.pages, outcome.helpers), (3, 1));
+        // Links: the fragment link, the image, two links in lesson 1, the
+        // two chapters in SUMMARY.md (the draft is not counted).
+        assert_eq!(outcome.links, 6);
+    }
+
+    #[test]
+    fn an_include_of_a_missing_file() {
+        let dir = sound_book("missing-file");
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n{{#include ../../crate/src/gone.rs}}\n",
+        );
+        assert_one(
+            &dir,
+            &["docs/src/lesson1.md:3:", "no such file crate/src/gone.rs"],
+        );
+    }
+
+    #[test]
+    fn an_include_of_a_missing_anchor() {
+        let dir = sound_book("missing-anchor");
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n{{#include ../../crate/src/pool.rs:queue}}\n",
+        );
+        assert_one(
+            &dir,
+            &["lesson1.md:3:", "no `ANCHOR: queue`", "crate/src/pool.rs"],
+        );
+    }
+
+    #[test]
+    fn a_duplicate_anchor() {
+        let dir = sound_book("duplicate-anchor");
+        dir.write(
+            "crate/src/pool.rs",
+            "// ANCHOR: pool\na\n// ANCHOR_END: pool\n// ANCHOR: pool\nb\n// ANCHOR_END: pool\n",
+        );
+        assert_one(&dir, &["lesson1.md:6:", "appears 2 times (lines 1, 4)"]);
+    }
+
+    #[test]
+    fn an_anchor_without_its_end() {
+        let dir = sound_book("unended-anchor");
+        dir.write("crate/src/pool.rs", "// ANCHOR: pool\npub struct Pool;\n");
+        assert_one(&dir, &["lesson1.md:6:", "has no `ANCHOR_END: pool`"]);
+    }
+
+    #[test]
+    fn a_line_range_past_the_end_and_a_misspelt_helper() {
+        let dir = sound_book("range");
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n{{#include ../../crate/src/pool.rs:10:12}}\n{{#inclde ../../crate/src/pool.rs}}\n",
+        );
+        let found = problems(&dir);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].contains("lesson1.md:2:") && found[0].contains("starts at line 10"));
+        assert!(found[1].contains("lesson1.md:3:") && found[1].contains("no `#inclde` helper"));
+    }
+
+    #[test]
+    fn a_link_to_a_missing_page_and_a_missing_image() {
+        let dir = sound_book("missing-link");
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\nSee [lesson 5](lesson5.md).\n\n![chart](img/missing.svg)\n",
+        );
+        let found = problems(&dir);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].starts_with("docs/src/introduction.md:3: `lesson5.md`: no such file"));
+        assert!(found[1].starts_with("docs/src/introduction.md:5: `img/missing.svg`: no such file"));
+    }
+
+    #[test]
+    fn a_fragment_that_names_no_heading() {
+        let dir = sound_book("fragment");
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\n[x](lesson1.md#the-pool) [y](#introduction) [z](#nowhere)\n![c](img/chart.svg)\n",
+        );
+        let found = problems(&dir);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].contains("`#nowhere`"));
+        assert!(found[1].contains(
+            "`lesson1.md#the-pool`: docs/src/lesson1.md has no heading with id `the-pool`"
+        ));
+        assert!(found[1].contains("its ids: lesson-1, the-pool-and-its-queue"));
+    }
+
+    #[test]
+    fn a_heading_from_an_included_page_counts() {
+        let dir = sound_book("included-heading");
+        dir.write("docs/src/generated/part.md", "## Included part\n\ntext\n");
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n{{#include generated/part.md}}\n\n[here](#included-part)\n",
+        );
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\n[there](lesson1.md#included-part) ![c](img/chart.svg)\n",
+        );
+        // part.md is in no SUMMARY entry, but included: reachable.
+        assert_eq!(problems(&dir), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_link_out_of_the_book() {
+        let dir = sound_book("outside");
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\n[the code](../../crate/src/pool.rs) ![c](img/chart.svg)\n",
+        );
+        assert_one(&dir, &["introduction.md:3:", "points outside docs/src"]);
+    }
+
+    #[test]
+    fn a_page_missing_from_summary() {
+        let dir = sound_book("unreachable");
+        dir.write("docs/src/appendix.md", "# Appendix\n");
+        assert_one(&dir, &["docs/src/appendix.md:", "not in SUMMARY.md"]);
+    }
+
+    #[test]
+    fn links_and_helpers_in_code_are_ignored_but_includes_in_code_are_checked() {
+        let dir = sound_book("code");
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n```text\n[not a link](nowhere.md)\n```\n`[nor](this.md)`\n\
+             ```rust\n{{#include ../../crate/src/nothere.rs}}\n```\n",
+        );
+        // mdBook expands includes everywhere, code blocks included.
+        assert_one(&dir, &["lesson1.md:8:", "nothere.rs"]);
+    }
+
+    #[test]
+    fn a_stale_diff_page() {
+        let dir = sound_book("stale");
+        dir.write("lesson1-a/src/lib.rs", "one\n");
+        dir.write("lesson2-b/src/lib.rs", "two\n");
+        pages::write(dir.path()).unwrap();
+        // The page needs a place in the book, as it will have in SUMMARY.md.
+        dir.write(
+            "docs/src/SUMMARY.md",
+            "[Introduction](introduction.md)\n- [Lesson 1](lesson1.md)\n- [Diff](generated/diffs/lesson1-lesson2.md)\n",
+        );
+        assert_eq!(problems(&dir), Vec::<String>::new());
+        dir.write("lesson2-b/src/lib.rs", "three\n");
+        assert_one(&dir, &["lesson1-lesson2.md is stale"]);
+    }
+
+    #[test]
+    fn book_toml_settings_are_read() {
+        let toml = read_book_toml(
+            "[book]\nsrc = \"text\" # where\n[output.html]\nsmart-punctuation = false\n",
+        );
+        assert_eq!(toml.src, "text");
+        assert!(!toml.smart_punctuation);
+        assert!(read_book_toml("[book]\n").smart_punctuation);
+    }
+
+    #[test]
+    fn paths_normalize_and_decode() {
+        assert_eq!(normalize(Path::new("a/./b/../c")), PathBuf::from("a/c"));
+        assert_eq!(percent_decode("my%20page.md"), "my page.md");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+}
