@@ -1,4 +1,6 @@
-//! Lesson 2 (not yet built).
+//! Lesson 2 (being built).
+
+pub mod event_loop;
 
 use shared::{Config, CrawlReport};
 
