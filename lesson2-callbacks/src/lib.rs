@@ -1,5 +1,6 @@
 //! Lesson 2 (being built).
 
+pub mod busy_loop;
 pub mod event_loop;
 
 use shared::{Config, CrawlReport};
