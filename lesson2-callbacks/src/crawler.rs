@@ -27,7 +27,7 @@
 //! "too many open files" error puts a URL back in that line instead of
 //! failing it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
@@ -70,8 +70,9 @@ pub struct Crawler {
     urls_todo: HashSet<Url>,
     /// One statistic per finished URL, in the order they finished.
     done: Vec<FetchStatistic>,
-    /// Fetches in flight now, and the most at once.
-    in_flight: InFlight,
+    /// Fetches in flight now, and the most at once. Shared with every
+    /// `Fetcher`, which counts itself from its first socket to its end.
+    in_flight: Rc<InFlight>,
     /// How many fetches may hold a socket at once: the open-file limit less
     /// a reserve. Lowered if the process runs out of descriptors anyway.
     socket_budget: usize,
@@ -109,7 +110,7 @@ impl Crawler {
                 log: config.log.clone(),
                 urls_todo: HashSet::new(),
                 done: Vec::new(),
-                in_flight: InFlight::default(),
+                in_flight: Rc::new(InFlight::default()),
                 // Zero would make every fetch wait forever.
                 socket_budget: socket_budget.max(1),
                 waiting: VecDeque::new(),
@@ -144,10 +145,10 @@ impl Crawler {
         let Some(crawler) = self.this.upgrade() else {
             return;
         };
-        self.in_flight.start();
         let fetcher = Fetcher::new(
             url.clone(),
             Rc::clone(&self.resolver),
+            Rc::clone(&self.in_flight),
             self.timeout,
             self.limits,
             move |event_loop, fetched| crawler.borrow_mut().fetched(event_loop, url, fetched),
@@ -157,9 +158,13 @@ impl Crawler {
         // the event loop (the socket's, the deadline's) hold it.
     }
 
-    /// Start waiting URLs while the budget allows: a socket was closed.
+    /// A socket was closed: start as many waiting URLs as the budget now
+    /// allows. Counted here rather than re-checking `in_flight` after each
+    /// start, because a start that fails at once (no descriptor after all)
+    /// adds nothing to `in_flight` and would let the whole line through.
     fn fetch_waiting(&mut self, event_loop: &mut EventLoop) {
-        while self.in_flight.now() < self.socket_budget {
+        let free = self.socket_budget.saturating_sub(self.in_flight.now());
+        for _ in 0..free {
             let Some(url) = self.waiting.pop_front() else {
                 break;
             };
@@ -174,7 +179,6 @@ impl Crawler {
     /// start a fetch for each new one, record the URL's line — and stop the
     /// loop when nothing is left to do.
     fn fetched(&mut self, event_loop: &mut EventLoop, url: Url, fetched: Fetched) {
-        self.in_flight.finish();
         let stat = match fetched {
             // No descriptor for its socket. Others are in flight, and each
             // will close one when it ends: wait in line for that, and take
@@ -278,36 +282,46 @@ impl Crawler {
 // ANCHOR: in_flight
 /// Counts fetches in flight, and remembers the most there ever were at once:
 /// the report's "achieved concurrency". In lesson 2 nothing but the socket
-/// budget bounds it. A fetch counts from the moment it starts until its
-/// `done` callback runs.
+/// budget bounds it. A fetch counts from its first socket to its end.
+///
+/// Lesson 1 needed a lock here; one thread needs only `Cell`s, which the
+/// crawler and every `Fetcher` change through a shared `Rc`.
 #[derive(Debug, Default)]
 pub struct InFlight {
     /// Fetches in flight now.
-    now: usize,
+    now: Cell<usize>,
     /// The most there were at once.
-    peak: usize,
+    peak: Cell<usize>,
 }
 
 impl InFlight {
-    /// A fetch started.
-    pub fn start(&mut self) {
-        self.now += 1;
-        self.peak = self.peak.max(self.now);
-    }
-
-    /// A fetch ended.
-    pub fn finish(&mut self) {
-        self.now = self.now.saturating_sub(1);
+    /// A fetch has opened its socket. It stays counted until the returned
+    /// guard is dropped, however the fetch ends.
+    pub fn start(self: &Rc<Self>) -> InFlightGuard {
+        self.now.set(self.now.get() + 1);
+        self.peak.set(self.peak.get().max(self.now.get()));
+        InFlightGuard(Rc::clone(self))
     }
 
     /// Fetches in flight right now.
     pub fn now(&self) -> usize {
-        self.now
+        self.now.get()
     }
 
     /// The most fetches that were ever in flight at once.
     pub fn peak(&self) -> usize {
-        self.peak
+        self.peak.get()
+    }
+}
+
+/// One fetch in flight; dropping it ends the fetch's count.
+#[derive(Debug)]
+pub struct InFlightGuard(Rc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let now = &self.0.now;
+        now.set(now.get().saturating_sub(1));
     }
 }
 // ANCHOR_END: in_flight
@@ -318,13 +332,13 @@ mod tests {
 
     #[test]
     fn in_flight_counts_the_peak_not_the_total() {
-        let mut in_flight = InFlight::default();
-        in_flight.start();
-        in_flight.start();
-        assert_eq!(in_flight.now(), 2);
-        in_flight.finish();
-        in_flight.finish();
-        in_flight.start();
+        let in_flight = Rc::new(InFlight::default());
+        {
+            let _a = in_flight.start();
+            let _b = in_flight.start();
+            assert_eq!(in_flight.now(), 2);
+        }
+        let _c = in_flight.start();
         assert_eq!(in_flight.now(), 1);
         assert_eq!(in_flight.peak(), 2);
     }

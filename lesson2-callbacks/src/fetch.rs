@@ -64,6 +64,7 @@ use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
 use shared::{FailKind, FetchError};
 
+use crate::crawler::{InFlight, InFlightGuard};
 use crate::event_loop::{EventLoop, TimerHandle};
 
 /// How a fetch ended, as its `done` callback hears it.
@@ -96,6 +97,11 @@ pub struct Fetcher {
     this: Weak<RefCell<Fetcher>>,
     /// Resolves the URL's host (once per crawl: the resolver caches).
     resolver: Rc<Resolver>,
+    /// The crawl's count of fetches in flight, which this fetch joins when
+    /// it opens its first socket.
+    in_flight: Rc<InFlight>,
+    /// This fetch's place in that count, from its first socket to its end.
+    counted: Option<InFlightGuard>,
     /// The whole-fetch deadline (`--timeout`).
     timeout: Duration,
     /// Addresses not tried yet, in the resolver's order (`localhost` may
@@ -127,6 +133,7 @@ impl Fetcher {
     pub fn new<F>(
         url: Url,
         resolver: Rc<Resolver>,
+        in_flight: Rc<InFlight>,
         timeout: Duration,
         limits: Limits,
         done: F,
@@ -140,6 +147,8 @@ impl Fetcher {
                 url,
                 this: this.clone(),
                 resolver,
+                in_flight,
+                counted: None,
                 timeout,
                 addrs: VecDeque::new(),
                 connect_error: None,
@@ -185,6 +194,9 @@ impl Fetcher {
                     match event_loop.register(&mut sock, Interest::WRITABLE, connected) {
                         Ok(token) => {
                             self.sock = Some((sock, token));
+                            if self.counted.is_none() {
+                                self.counted = Some(self.in_flight.start());
+                            }
                             return;
                         }
                         Err(err) => self.connect_error = Some(err),
@@ -319,6 +331,7 @@ impl Fetcher {
     /// crawler — on the next turn of the loop, never from inside this call.
     fn finish(&mut self, event_loop: &mut EventLoop, fetched: Fetched) {
         self.close(event_loop);
+        self.counted = None;
         if let Some(timer) = self.timer.take() {
             event_loop.cancel(timer);
         }
@@ -405,6 +418,7 @@ mod tests {
         let fetcher = Fetcher::new(
             Url::parse(url).unwrap(),
             Rc::new(Resolver::new()),
+            Rc::new(InFlight::default()),
             timeout,
             Limits::default(),
             move |_, fetched| *store.borrow_mut() = Some(fetched),
