@@ -26,10 +26,7 @@ fn outcomes(report: &CrawlReport) -> BTreeMap<String, String> {
 
 #[test]
 fn a_generated_site_crawls_as_the_generator_and_lesson_1_say() {
-    let site = generate(&SiteSpec {
-        pages: 3000,
-        ..SiteSpec::default()
-    });
+    let site = generate(&SiteSpec::new(3000));
     let server = TestServer::start(site.to_site());
     let origin = server.url("");
 
