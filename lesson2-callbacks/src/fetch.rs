@@ -432,13 +432,12 @@ mod tests {
         let mut event_loop = EventLoop::new().unwrap();
         let (fetcher, outcome) = fetcher(url, timeout);
         fetcher.borrow_mut().fetch(&mut event_loop);
-        let fetcher = Rc::downgrade(&fetcher);
+        // From here on only the loop's callbacks keep the fetcher alive.
+        let weak = Rc::downgrade(&fetcher);
+        drop(fetcher);
         event_loop.run().unwrap();
         assert!(!event_loop.has_work(), "{event_loop:?}");
-        assert!(
-            fetcher.upgrade().is_none(),
-            "the fetcher outlived its fetch"
-        );
+        assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");
         outcome.take().expect("done was called")
     }
 

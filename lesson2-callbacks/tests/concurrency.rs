@@ -43,6 +43,17 @@ fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
         .spawn()
         .expect("start lesson2");
     let pid = child.id();
+    // Drain the pipes while the child runs: a report of 5,001 lines is more
+    // than a pipe holds, and a child blocked on a full pipe never exits.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let mut most_threads = 0;
     let status = loop {
         if let Some(n) = threads_of(pid) {
@@ -57,20 +68,8 @@ fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stdout = stdout.join().unwrap();
+    let stderr = stderr.join().unwrap();
     assert!(status.success(), "lesson2 failed: {stderr}");
 
     assert!(

@@ -67,11 +67,14 @@ fn out_of_descriptors_waits_for_a_free_one() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the server process");
-    let root = BufReader::new(server.stdout.take().unwrap())
-        .lines()
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let root = lines
+        .by_ref()
         .map_while(Result::ok)
         .find_map(|line| line.strip_prefix("SERVER ").map(str::to_string))
         .expect("the server process prints its URL");
+    // Keep reading what the child prints, so it never writes to a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
 
     // Use up every descriptor, then give back a few.
     let mut hog = Vec::new();
