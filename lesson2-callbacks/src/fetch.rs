@@ -273,7 +273,9 @@ impl Fetcher {
                 Err(err) => return self.fail(event_loop, &err),
             }
         }
-        // The whole request is out: from now on, wait for the response.
+        // The whole request is out: from now on, wait for the response —
+        // holding as little as possible while waiting, so not the request.
+        self.request = Vec::new();
         if let Err(err) = event_loop.modify(sock, token, Interest::READABLE, read_response) {
             self.fail(event_loop, &err);
         }
