@@ -79,6 +79,9 @@ pub enum Fetched {
     OutOfDescriptors,
 }
 
+/// How many bytes each `read` may return (as in lesson 1).
+const READ_CHUNK: usize = 16 * 1024;
+
 /// What the crawler wants called when a fetch ends.
 pub type Done = Box<dyn FnOnce(&mut EventLoop, Fetched)>;
 
@@ -159,11 +162,6 @@ impl Fetcher {
                 done: Some(Box::new(done)),
             })
         })
-    }
-
-    /// The URL this fetcher is for.
-    pub fn url(&self) -> &Url {
-        &self.url
     }
 
     // ANCHOR: fetch
@@ -288,9 +286,8 @@ impl Fetcher {
     /// runs dry (`WouldBlock`: wait for the next event).
     fn read_response(&mut self, event_loop: &mut EventLoop) {
         // On the stack, not in the `Fetcher`: only one callback runs at a
-        // time, so one buffer serves every fetch, and a fetch waiting for
-        // its response costs no buffer at all.
-        let mut buf = [0u8; 64 * 1024];
+        // time, so a fetch waiting for its response holds no buffer at all.
+        let mut buf = [0u8; READ_CHUNK];
         loop {
             let Some((sock, _)) = &mut self.sock else {
                 return;
