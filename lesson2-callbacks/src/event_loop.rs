@@ -237,7 +237,7 @@ impl EventLoop {
         while !self.stopped && self.has_work() {
             self.run_once()?;
         }
-        // A stopped loop can be run again (lesson 3 runs one several times).
+        // Reset, so that a stopped loop can be run again.
         self.stopped = false;
         Ok(())
     }
