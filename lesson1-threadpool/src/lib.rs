@@ -1,4 +1,7 @@
-//! Lesson 1 (not yet built).
+//! Lesson 1 (being built).
+
+pub mod pool;
+pub mod queue;
 
 use shared::{Config, CrawlReport};
 
