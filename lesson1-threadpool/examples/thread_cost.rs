@@ -65,6 +65,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let mut handles = Vec::with_capacity(options.threads);
     let mut spawn_error = None;
+    // ANCHOR: spawn
     for i in 0..options.threads {
         let release = Arc::clone(&release);
         let ready = ready_tx.clone();
@@ -84,13 +85,14 @@ fn main() -> ExitCode {
         }) {
             Ok(handle) => handles.push(handle),
             Err(err) => {
-                // This is the failure that ends "a thread per connection"
-                // designs: report it and measure the threads we did get.
+                // The OS refused a thread: past `ulimit -u` or threads-max,
+                // or no memory for its stack. Measure the ones we got.
                 spawn_error = Some(err);
                 break;
             }
         }
     }
+    // ANCHOR_END: spawn
     drop(ready_tx);
     for _ in 0..handles.len() {
         let _ = ready_rx.recv();
