@@ -79,11 +79,26 @@ fn a_stuck_server_ends_as_a_timeout_line_promptly() {
 }
 
 #[test]
+fn a_server_that_drips_its_answer_ends_as_a_timeout_by_the_deadline() {
+    // A byte every 50 ms: each read returns long before any per-read
+    // timeout would fire; only the deadline for the whole fetch ends it.
+    let server = TestServer::start(Site::new().page("/", r#"<a href="/drip">d</a>"#).route(
+        "/drip",
+        Route::html("x".repeat(10_000)).drip(Duration::from_millis(50)),
+    ));
+    let mut config = config(&server, 2);
+    config.timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let report = crawl(&config).unwrap();
+    let took = started.elapsed();
+    let drip = report.get(&server.url("/drip")).unwrap();
+    assert_eq!(drip.error.as_ref().map(|e| e.kind), Some(FailKind::Timeout));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
 fn a_generated_site_gives_exactly_the_expected_urls() {
-    let site = generate(&SiteSpec {
-        pages: 200,
-        ..SiteSpec::default()
-    });
+    let site = generate(&SiteSpec::new(200));
     let server = TestServer::start(site.to_site());
     let report = crawl(&config(&server, 6)).unwrap();
     assert_eq!(report.urls(), site.expected_urls(&server.url("")));
