@@ -254,6 +254,56 @@ impl Drop for InFlightGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    /// Eight threads offer the same 2000 URLs at the same moment, as eight
+    /// fetchers that found the same links would. Each URL must be new to
+    /// exactly one of them and be queued exactly once. A version that
+    /// checked and inserted under two separate lockings fails this only when
+    /// two threads interleave just so — rarely on one round, hence twenty.
+    #[test]
+    fn each_url_is_new_to_exactly_one_thread() {
+        const THREADS: usize = 8;
+        const URLS: usize = 2000;
+        let urls: Arc<Vec<Url>> = Arc::new(
+            (0..URLS)
+                .map(|i| Url::parse(&format!("http://h/{i}")).unwrap())
+                .collect(),
+        );
+        for _round in 0..20 {
+            let config = Config::new(shared::Lesson::One, ["http://h/"]);
+            let crawler = Arc::new(Crawler::new(&config).unwrap());
+            let urls_todo = Arc::new(Queue::new());
+            let start = Arc::new(Barrier::new(THREADS));
+            let threads: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    let (crawler, urls_todo, urls, start) = (
+                        Arc::clone(&crawler),
+                        Arc::clone(&urls_todo),
+                        Arc::clone(&urls),
+                        Arc::clone(&start),
+                    );
+                    thread::spawn(move || {
+                        start.wait();
+                        // One URL per call, so the threads interleave as
+                        // finely as the lock allows.
+                        urls.iter()
+                            .filter(|url| {
+                                crawler.add_urls(&urls_todo, std::slice::from_ref(url))[0]
+                            })
+                            .count()
+                    })
+                })
+                .collect();
+            let new_total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+            assert_eq!(new_total, URLS, "URLs that were new to some thread");
+            assert_eq!(urls_todo.qsize(), URLS, "URLs queued");
+            // And the root, seen from the start, is new to no one.
+            let root = Url::parse("http://h/").unwrap();
+            assert_eq!(crawler.add_urls(&urls_todo, &[root]), [false]);
+        }
+    }
 
     #[test]
     fn in_flight_counts_the_peak_not_the_total() {
