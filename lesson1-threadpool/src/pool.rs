@@ -237,19 +237,28 @@ mod tests {
     #[test]
     fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
         for threads in [1, 3] {
-            let pool = ThreadPool::new(threads, |tasks: &Queue<u32>, n| {
-                if n == 7 {
-                    panic!("bad item {n}");
+            // Waited for on another thread, so that the bug this test is
+            // about fails the test instead of hanging the test run.
+            let (done, outcome) = std::sync::mpsc::channel();
+            thread::spawn(move || {
+                let pool = ThreadPool::new(threads, |tasks: &Queue<u32>, n| {
+                    if n == 7 {
+                        panic!("bad item {n}");
+                    }
+                    if n < 50 {
+                        let _ = tasks.put(n + 10);
+                    }
+                })
+                .unwrap();
+                for n in 0..10 {
+                    pool.add_task(n).unwrap();
                 }
-                if n < 50 {
-                    let _ = tasks.put(n + 10);
-                }
-            })
-            .unwrap();
-            for n in 0..10 {
-                pool.add_task(n).unwrap();
-            }
-            let err = pool.wait_completion().unwrap_err().to_string();
+                let _ = done.send(pool.wait_completion().map_err(|e| e.to_string()));
+            });
+            let err = outcome
+                .recv_timeout(Duration::from_secs(30))
+                .expect("wait_completion hung after a panic")
+                .unwrap_err();
             assert!(err.contains("bad item 7"), "{err}");
         }
     }
