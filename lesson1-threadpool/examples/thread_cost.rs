@@ -29,6 +29,15 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Instant;
 
+/// `println!` that ignores a closed stdout (`thread_cost | head`) instead
+/// of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let options = match Options::parse(std::env::args().skip(1)) {
         Ok(options) => options,
@@ -114,13 +123,13 @@ fn main() -> ExitCode {
 
     report(&options, started_count, &before, &after);
     if let Some(err) = spawn_error {
-        println!(
+        say!(
             "spawning failed after {started_count} of {} threads: {err}",
             options.threads
         );
     }
     let n = started_count.max(1) as f64;
-    println!(
+    say!(
         "time to start them: {:.1} ms ({:.1} µs per thread); to end and join them: {:.1} ms",
         spawn_time.as_secs_f64() * 1e3,
         spawn_time.as_secs_f64() * 1e6 / n,
@@ -237,18 +246,21 @@ fn report(options: &Options, started: usize, before: &Snapshot, after: &Snapshot
             Err(_) => "2048 KiB (Rust's default)".to_string(),
         },
     };
-    println!(
+    say!(
         "{started} idle threads, stack reserved per thread: {stack}, touched: {} KiB",
         options.touch_kib
     );
-    println!(
+    say!(
         "{:<34} {:>12} {:>12} {:>14}",
-        "", "before", "after", "per thread"
+        "",
+        "before",
+        "after",
+        "per thread"
     );
     let per = |delta: i64| delta as f64 / started.max(1) as f64;
     let row = |label: &str, b: u64, a: u64| {
         let delta = a as i64 - b as i64;
-        println!(
+        say!(
             "{label:<34} {:>9} kB {:>9} kB {:>11.1} kB",
             b,
             a,
@@ -273,13 +285,13 @@ fn report(options: &Options, started: usize, before: &Snapshot, after: &Snapshot
     if let (Some(b), Some(a)) = (before.kernel_stack_kb, after.kernel_stack_kb) {
         row("KernelStack (whole machine)", b, a);
     }
-    println!(
+    say!(
         "{:<34} {:>12} {:>12}",
         "Threads",
         before.get("Threads"),
         after.get("Threads")
     );
-    println!(
+    say!(
         "{:<34} {:>12} {:>12} {:>14.2}",
         "memory mappings (/proc/self/maps)",
         before.mappings,
@@ -310,24 +322,24 @@ fn limits() {
             })
             .unwrap_or_else(|| "?".into())
     };
-    println!("limits on this machine:");
-    println!(
+    say!("limits on this machine:");
+    say!(
         "  main thread's stack (ulimit -s):   {} bytes",
         limit("Max stack size")
     );
-    println!(
+    say!(
         "  threads per user (ulimit -u):      {}",
         limit("Max processes")
     );
-    println!(
+    say!(
         "  threads on the machine:            {} (/proc/sys/kernel/threads-max)",
         read("/proc/sys/kernel/threads-max")
     );
-    println!(
+    say!(
         "  memory mappings per process:       {} (/proc/sys/vm/max_map_count)",
         read("/proc/sys/vm/max_map_count")
     );
-    println!(
+    say!(
         "  virtual memory overcommit policy:  {} (/proc/sys/vm/overcommit_memory; 0 = heuristic)",
         read("/proc/sys/vm/overcommit_memory")
     );
