@@ -50,12 +50,22 @@ use shared::{Config, CrawlReport};
 use crate::crawler::Crawler;
 use crate::pool::ThreadPool;
 
+/// The most threads a crawl may start. Well below where Linux stops a
+/// process from mapping more thread stacks (about 16,000 with the default
+/// `vm.max_map_count`) — and past that point Rust's runtime does not return
+/// an error from `spawn`, it aborts the process (see the chapter, "What a
+/// thread costs").
+pub const MAX_THREADS: usize = 10_000;
+
 // ANCHOR: crawl
 /// Crawl from `config.roots` with `config.threads` threads and report every
 /// URL reached.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
     let started = Instant::now();
-    anyhow::ensure!(config.threads > 0, "--threads must be at least 1");
+    anyhow::ensure!(
+        (1..=MAX_THREADS).contains(&config.threads),
+        "--threads must be between 1 and {MAX_THREADS}"
+    );
     // The threads may outlive this stack frame as far as the compiler can
     // tell, so what they share is reference-counted rather than borrowed.
     let crawler = Arc::new(Crawler::new(config)?);

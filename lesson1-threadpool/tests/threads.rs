@@ -146,3 +146,13 @@ fn every_url_enters_the_seen_set_exactly_once() {
     let new_links: usize = report.stats.iter().map(|s| s.num_new_urls).sum();
     assert_eq!(new_links + 1, report.stats.len());
 }
+
+#[test]
+fn a_thread_count_the_system_cannot_give_is_an_error_not_an_abort() {
+    let server = TestServer::start(Site::new().page("/", "home"));
+    for threads in [0, lesson1_threadpool::MAX_THREADS + 1] {
+        let err = crawl(&config(&server, threads)).unwrap_err().to_string();
+        assert!(err.contains("--threads must be between"), "{err}");
+    }
+    assert_eq!(server.requests_total(), 0);
+}
