@@ -148,13 +148,16 @@ impl Crawler {
         let mut seen_urls = self.seen_urls.lock().expect("seen_urls lock poisoned");
         urls.iter()
             .map(|url| {
-                // `insert` is the check and the change in one: `false` when
-                // the URL was already there. Doing it under the same locking
-                // as the `put` is what makes "new" mean new to the crawl.
+                // `insert` is the check and the change in one step, under
+                // one locking: `false` when the URL was already there. That
+                // is what makes "new" mean new to the whole crawl.
                 let is_new = seen_urls.insert(url.clone());
                 if is_new {
-                    // Fails only once the queue has been shut down, which
-                    // happens while the crawl is being stopped by a panic.
+                    // Queued with the lock still held, as the tutorial does.
+                    // (Queuing after the unlock would be correct too: only
+                    // the one thread whose `insert` said "new" queues it.)
+                    // `put` fails only once the queue has been shut down,
+                    // which happens while a panic is stopping the crawl.
                     let _ = urls_todo.put(url.clone());
                 }
                 is_new
