@@ -1,4 +1,6 @@
-//! Lesson 3 (not yet built).
+//! Lesson 3 (being built).
+
+pub mod generator;
 
 use shared::{Config, CrawlReport};
 
