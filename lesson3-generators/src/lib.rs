@@ -1,6 +1,8 @@
 //! Lesson 3 (being built).
 
+pub mod future;
 pub mod generator;
+pub mod task;
 
 use shared::{Config, CrawlReport};
 
