@@ -1,5 +1,6 @@
 //! Lesson 3 (being built).
 
+pub mod event_loop;
 pub mod future;
 pub mod generator;
 pub mod task;
