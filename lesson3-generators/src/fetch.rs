@@ -56,6 +56,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -149,7 +150,11 @@ impl Fetcher {
     // ANCHOR: fetch
     /// Fetch the URL, within the deadline: the coroutine a task runs.
     pub async fn fetch(&self, event_loop: &Rc<EventLoop>) -> Fetched {
-        let result = match race(self.get(event_loop), event_loop.sleep(self.timeout)).await {
+        // Pinned here, in this coroutine's frame: `race` polls them where
+        // they are (see `race` for why not by value).
+        let get = pin!(self.get(event_loop));
+        let deadline = pin!(event_loop.sleep(self.timeout));
+        let result = match race(get, deadline).await {
             Either::Left(result) => result,
             Either::Right(()) => Err(timed_out(self.timeout)),
         };
@@ -166,10 +171,15 @@ impl Fetcher {
         // to the end of this function, however it ends: the guard is a local.
         let _counted = self.in_flight.start();
         let mut sock = connect_any(event_loop, &addrs).await?;
+        // A coroutine's locals live until the end of their scope, however
+        // long it waits: drop the addresses (and below, the request) now, so
+        // a fetch waiting for its response does not keep them on the heap.
+        drop(addrs);
         let request = get_request(&self.url, Version::Http10Close);
         send_all(&mut sock, &request)
             .await
             .context("sending request")?;
+        drop(request);
         read_all(&mut sock, self.limits)
             .await
             .context("reading response")

@@ -23,12 +23,11 @@
 //! future is never resumed. Here a callback added to a done future runs at
 //! once, and `await` on a done future does not wait at all.
 //!
-//! Finally [`race`]: wait for whichever of two futures finishes first, and
-//! drop the other. The crawler uses it to race a fetch against its deadline.
+//! Finally [`race`]: wait for whichever of two futures finishes first. The crawler uses it to race a fetch against its deadline.
 
 use std::cell::RefCell;
 use std::fmt;
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
@@ -202,23 +201,25 @@ pub enum Either<A, B> {
 }
 
 // ANCHOR: race
-/// Wait for whichever of `a` and `b` finishes first; the other is dropped
-/// unfinished, and with it everything it held (a socket, a timer).
+/// Wait for whichever of `a` and `b` finishes first. The caller then drops
+/// both, and with the unfinished one everything it held (a socket, a timer).
 ///
 /// Written by hand with [`std::future::poll_fn`]: each time the task is
 /// woken, poll both sides. Both register the same waker, so whichever side
 /// makes progress wakes the task. When both are ready in the same poll, `a`
 /// wins: the crawler passes the fetch as `a`, so a response that is complete
 /// at the deadline is kept.
-pub async fn race<A, B>(a: A, b: B) -> Either<A::Output, B::Output>
+///
+/// The futures come in pinned by the caller (`std::pin::pin!`), not by
+/// value. An `async fn` keeps its arguments in its own frame, so taking two
+/// futures by value and pinning them inside would store each twice — once
+/// as the argument, once as the pinned local — and make every fetch's
+/// coroutine that much bigger.
+pub async fn race<A, B>(mut a: Pin<&mut A>, mut b: Pin<&mut B>) -> Either<A::Output, B::Output>
 where
-    A: std::future::Future,
-    B: std::future::Future,
+    A: std::future::Future + ?Sized,
+    B: std::future::Future + ?Sized,
 {
-    // Pinned on this coroutine's own frame: once polled, an `async fn`
-    // future may hold references into itself and must not move again.
-    let mut a = pin!(a);
-    let mut b = pin!(b);
     std::future::poll_fn(|cx| {
         if let Poll::Ready(out) = a.as_mut().poll(cx) {
             return Poll::Ready(Either::Left(out));
@@ -324,7 +325,8 @@ mod tests {
         let counter = Arc::new(Counter(Default::default()));
         let waker = Waker::from(Arc::clone(&counter));
         let (a, b): (Future<i32>, Future<&str>) = (Future::new(), Future::new());
-        let mut r = Box::pin(race(a.clone(), b.clone()));
+        let (mut left, mut right) = (a.clone(), b.clone());
+        let mut r = Box::pin(race(Pin::new(&mut left), Pin::new(&mut right)));
         assert_eq!(poll_once(&mut r, &waker), Poll::Pending);
         b.set_result("deadline");
         assert_eq!(counter.0.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -336,7 +338,8 @@ mod tests {
         let (a, b): (Future<i32>, Future<&str>) = (Future::new(), Future::new());
         a.set_result(1);
         b.set_result("both");
-        let mut r = Box::pin(race(a, b));
+        let (mut left, mut right) = (a, b);
+        let mut r = Box::pin(race(Pin::new(&mut left), Pin::new(&mut right)));
         assert_eq!(poll_once(&mut r, &waker), Poll::Ready(Either::Left(1)));
     }
 }
