@@ -268,3 +268,23 @@ fn connect_any_skips_a_refused_address_for_the_next() {
     );
     drop(listener);
 }
+
+#[test]
+fn a_fetch_coroutine_holds_no_buffer() {
+    // The whole frame of a fetch, every sub-coroutine nested inside, is one
+    // value whose size the compiler knows. It must stay small: a read buffer
+    // that lived across an `.await` (64 KiB in `read_chunk`) would show here.
+    let event_loop = EventLoop::new().unwrap();
+    let fetcher = Fetcher::new(
+        Url::parse("http://127.0.0.1/").unwrap(),
+        Rc::new(Resolver::new()),
+        Rc::new(InFlight::default()),
+        TEN_SECS,
+        Limits::default(),
+    );
+    let by_compiler = std::mem::size_of_val(&fetcher.fetch(&event_loop));
+    let by_hand = std::mem::size_of_val(&fetch_by_hand(&fetcher, &event_loop));
+    println!("fetch future: {by_compiler} bytes (by hand: {by_hand} bytes)");
+    assert!(by_compiler < 2048, "{by_compiler} bytes");
+    assert!(by_hand < 1024, "{by_hand} bytes");
+}
