@@ -167,6 +167,11 @@ fn coroutine_sizes() -> anyhow::Result<()> {
         std::mem::size_of::<ResponseParser>(),
     );
     row("Socket", std::mem::size_of::<Socket>());
+    row(
+        "Fetcher (beside its fetch in each task)",
+        std::mem::size_of::<Fetcher>(),
+    );
+    row("url::Url (likewise)", std::mem::size_of::<url::Url>());
     println!();
     Ok(())
 }
