@@ -57,8 +57,10 @@ use crate::future::Future;
 /// What a task runs: any future with no result, boxed (its size is only
 /// known to the compiler, and tasks of different coroutines share one table)
 /// and pinned (an `async fn` future may point into itself once started, so
-/// it must not move again).
-pub type Coroutine = Pin<Box<dyn std::future::Future<Output = ()>>>;
+/// it must not move again). From here on a coroutine is anything that
+/// implements `std::future::Future`; the `Coroutine` trait of
+/// `generator.rs` was step 1's stand-in for it.
+pub type BoxedCoroutine = Pin<Box<dyn std::future::Future<Output = ()>>>;
 
 /// Names a task in the event loop's table of tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -124,7 +126,7 @@ pub struct Task {
     /// buffers, everything it held — is dropped the moment it finishes, and a
     /// stray `step` afterwards does nothing. (Polling a finished `async fn`
     /// again would panic: the compiler's version of `Err(Finished)`.)
-    coro: Option<Coroutine>,
+    coro: Option<BoxedCoroutine>,
     /// Built once and handed to every `poll`: futures that compare wakers
     /// (`will_wake`) then see the same waker each time.
     waker: Waker,
@@ -136,7 +138,7 @@ impl Task {
     /// Wrap `coro` in a task whose wake-ups go to `ready`. Nothing runs yet:
     /// the loop schedules the first step (the tutorial's `Task.__init__`
     /// runs it at once; asyncio, like us, schedules it).
-    pub fn new(id: TaskId, coro: Coroutine, ready: &ReadyQueue) -> Task {
+    pub fn new(id: TaskId, coro: BoxedCoroutine, ready: &ReadyQueue) -> Task {
         let waker = Waker::from(Arc::new(TaskWaker {
             id,
             ready: ready.clone(),
