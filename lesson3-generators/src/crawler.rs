@@ -215,14 +215,16 @@ impl Crawler {
                 } = page::analyze(&url, &response, &self.policy, &self.log);
                 let is_new = self.add_urls(event_loop, &links);
                 stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
-                self.log_queued(&links, &is_new);
+                self.log_queued(&url, &links, &is_new);
                 if let Some(next) = redirect {
                     // A redirect target is queued like a link: lesson 3
                     // keeps no count of how long a chain has become.
                     if self.add_urls(event_loop, std::slice::from_ref(&next))[0] {
                         self.log.info(format_args!("redirect to {next} from {url}"));
                     } else {
-                        self.log.debug(format_args!("skip {next}: already seen"));
+                        self.log.debug(format_args!(
+                            "skip redirect {next} from {url}: already seen"
+                        ));
                     }
                 }
                 stat
@@ -258,15 +260,16 @@ impl Crawler {
     // ANCHOR_END: add_urls
 
     /// The `-v` lines for a page's links.
-    fn log_queued(&self, links: &[Url], is_new: &[bool]) {
+    fn log_queued(&self, url: &Url, links: &[Url], is_new: &[bool]) {
         if !self.log.enabled(Level::Debug) {
             return;
         }
         for (link, &new) in links.iter().zip(is_new) {
             if new {
-                self.log.debug(format_args!("queue {link}"));
+                self.log.debug(format_args!("queue {link} from {url}"));
             } else {
-                self.log.debug(format_args!("skip {link}: already seen"));
+                self.log
+                    .debug(format_args!("skip {link} from {url}: already seen"));
             }
         }
     }

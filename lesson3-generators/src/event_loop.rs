@@ -298,7 +298,7 @@ impl EventLoop {
         while !self.stopped.get() && self.has_work() {
             self.run_once()?;
         }
-        // A stopped loop can be run again.
+        // Reset, so that a stopped loop can be run again.
         self.stopped.set(false);
         Ok(())
     }

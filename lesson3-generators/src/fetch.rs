@@ -394,11 +394,14 @@ pub async fn read_all(sock: &mut Socket, limits: Limits) -> anyhow::Result<Respo
 }
 // ANCHOR_END: read
 
+/// How many bytes each `read` may return (as in lessons 1 and 2).
+const READ_CHUNK: usize = 16 * 1024;
+
 /// One `read` into a buffer on the stack, copied out at its real size. Not
-/// an `async fn`: the 64 KiB buffer lives only during this call, never in a
+/// an `async fn`: the buffer lives only during this call, never in a
 /// coroutine's frame, so a fetch waiting for bytes holds no buffer at all.
 pub fn read_chunk(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
-    let mut buf = [0u8; 64 * 1024];
+    let mut buf = [0u8; READ_CHUNK];
     let n = stream.read(&mut buf)?;
     Ok(buf[..n].to_vec())
 }

@@ -273,7 +273,7 @@ fn connect_any_skips_a_refused_address_for_the_next() {
 fn a_fetch_coroutine_holds_no_buffer() {
     // The whole frame of a fetch, every sub-coroutine nested inside, is one
     // value whose size the compiler knows. It must stay small: a read buffer
-    // that lived across an `.await` (64 KiB in `read_chunk`) would show here.
+    // that lived across an `.await` (16 KiB in `read_chunk`) would show here.
     let event_loop = EventLoop::new().unwrap();
     let fetcher = Fetcher::new(
         Url::parse("http://127.0.0.1/").unwrap(),
