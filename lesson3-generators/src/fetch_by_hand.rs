@@ -95,7 +95,7 @@ pub struct FetchByHand<'a> {
     fetcher: &'a Fetcher,
     /// The loop the socket registers with.
     event_loop: Rc<EventLoop>,
-    /// The whole-fetch deadline, polled before every step.
+    /// The whole-fetch deadline, polled whenever the fetch has to wait.
     deadline: Sleep,
     /// Where the fetch is.
     state: State,
@@ -120,13 +120,15 @@ impl std::future::Future for FetchByHand<'_> {
         // Every field is `Unpin` (nothing points into this struct), so it
         // can be used as a plain `&mut`.
         let this = &mut *self;
-        let result = if Pin::new(&mut this.deadline).poll(cx).is_ready() {
-            Err(timed_out(this.fetcher.timeout()))
-        } else {
-            match this.step(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(result) => result,
+        // The fetch first, then the deadline, as `race(get, deadline)` does
+        // in `fetch.rs`: a response complete at the deadline is kept. Both
+        // register this task's waker, so either can wake it.
+        let result = match this.step(cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending if Pin::new(&mut this.deadline).poll(cx).is_ready() => {
+                Err(timed_out(this.fetcher.timeout()))
             }
+            Poll::Pending => return Poll::Pending,
         };
         // Dropping the state closes the socket and ends the in-flight count.
         this.state = State::Done;
@@ -212,7 +214,8 @@ impl FetchByHand<'_> {
                             return Poll::Pending;
                         }
                     }
-                    // Write until done or the socket is full.
+                    // Write until done or the socket is full. A write that
+                    // takes only part of the request is normal, not an error.
                     let wait = loop {
                         if sent == request.len() {
                             break false;
@@ -231,6 +234,8 @@ impl FetchByHand<'_> {
                         }
                     };
                     if wait {
+                        // A fresh future per wait: the old one is resolved,
+                        // and a resolved future would not wait at all.
                         let ready = sock
                             .ready(Interest::WRITABLE)
                             .map_err(io_error)
