@@ -1,1 +1,576 @@
-//! # The behaviour suite (being built)
+//! # The behaviour suite: one set of expectations, four engines
+//!
+//! Every lesson must crawl a site the same way — the spec's "One crawler, four
+//! engines". This module is that promise written as tests. Each case starts a
+//! scripted [`TestServer`], runs a lesson's `crawl` against it and checks the
+//! [`CrawlReport`]: which URLs were reported, with which status, error kind or
+//! link counts. Cases assert on URL-keyed results, never on completion order.
+//!
+//! A lesson's `tests/behaviour.rs` is one line:
+//!
+//! ```ignore
+//! shared::behaviour_suite!(shared::Lesson::One, lesson1_threadpool::crawl);
+//! ```
+//!
+//! which expands to one `#[test]` per case, so a failure names its case.
+//!
+//! ## Which cases apply to which lesson
+//!
+//! All of them apply to all four lessons: the suite only uses behaviour the
+//! spec gives every lesson. Where lessons legitimately differ, a case avoids
+//! depending on the difference:
+//!
+//! | difference | lessons | how the suite stays neutral |
+//! |---|---|---|
+//! | retries on network errors | 4 only | cases with failing routes set `max_tries = 1` |
+//! | redirect chain limit | 4 only | chains are shorter than the default limit (10) |
+//! | connection reuse | 4 only | no case counts connections |
+//! | `M` on the `Finished` line | differs | no case checks it |
+//!
+//! The suite itself is tested in `shared/tests/reference_crawl.rs` against a
+//! tiny sequential crawler, so a broken case shows up before any lesson runs it.
+
+use std::collections::BTreeSet;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::cli::{Config, Lesson};
+use crate::fixtures::server::{Route, Site, TestServer};
+use crate::fixtures::sitegen::{generate, SiteSpec};
+use crate::log::{Level, Log};
+use crate::report::CrawlReport;
+use crate::stats::{FailKind, FetchStatistic};
+use crate::CrawlFn;
+
+/// No case may take longer than this: a lesson that hangs fails its test
+/// instead of hanging the test run.
+pub const CASE_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A configuration for crawling `server` from `path`, logging into a capture.
+/// The timeout is short so that a broken lesson fails fast, but long enough
+/// for a loaded 2-core CI machine.
+pub fn config_for(lesson: Lesson, server: &TestServer, path: &str) -> Config {
+    let mut config = Config::new(lesson, [server.url(path)]);
+    config.log = Log::capture(Level::Debug);
+    config.timeout = Duration::from_secs(10);
+    config
+}
+
+/// Run `crawl` on another thread and wait at most [`CASE_DEADLINE`] for it.
+pub fn crawl_within_deadline(crawl: CrawlFn, config: &Config) -> CrawlReport {
+    let (tx, rx) = mpsc::channel();
+    let config = config.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(crawl(&config).map_err(|e| format!("{e:#}")));
+    });
+    match rx.recv_timeout(CASE_DEADLINE) {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => panic!("crawl returned an error: {e}"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("crawl did not finish within {CASE_DEADLINE:?}")
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("crawl panicked"),
+    }
+}
+
+/// The statistic of `url`, or a panic that lists what the report does hold.
+pub fn stat<'a>(report: &'a CrawlReport, url: &str) -> &'a FetchStatistic {
+    report
+        .get(url)
+        .unwrap_or_else(|| panic!("{url} not in report:\n{}", report.render()))
+}
+
+/// Checks every report must pass: one line per URL, counts that add up, a
+/// finished queue, a sane achieved concurrency.
+pub fn assert_consistent(report: &CrawlReport) {
+    let urls = report.urls();
+    assert_eq!(
+        urls.len(),
+        report.stats.len(),
+        "a URL was reported twice:\n{}",
+        report.render()
+    );
+    let counts = report.counts();
+    let sum: usize = ["html", "other", "error", "redirect", "fail"]
+        .iter()
+        .map(|k| counts.get(*k).copied().unwrap_or(0))
+        .sum();
+    assert_eq!(sum, report.stats.len(), "stats keys do not add up to Done");
+    assert_eq!(report.todo, 0, "Todo must be 0 after a complete crawl");
+    if !report.stats.is_empty() {
+        assert!(report.peak_in_flight >= 1, "achieved concurrency is 0");
+    }
+    for s in &report.stats {
+        assert!(s.num_new_urls <= s.num_urls, "{}: NEW > TOTAL", s.url);
+    }
+}
+
+fn set(urls: &[String]) -> BTreeSet<String> {
+    urls.iter().cloned().collect()
+}
+
+fn kind_of(report: &CrawlReport, url: &str) -> Option<FailKind> {
+    stat(report, url).error.as_ref().map(|e| e.kind)
+}
+
+/// Three pages that link in a cycle: each is fetched once, and `NEW/TOTAL`
+/// shows which page discovered which.
+pub fn link_cycle(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a>"#)
+            .page("/a", r#"<a href="/b">b</a> <a href="/">home</a>"#)
+            .page("/b", r#"<a href="/">home</a> <a href="/a">a</a>"#),
+    );
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let u = |p: &str| server.url(p);
+    assert_eq!(report.urls(), set(&[u("/"), u("/a"), u("/b")]));
+    for path in ["/", "/a", "/b"] {
+        assert_eq!(
+            server.request_count(path),
+            1,
+            "{path} fetched more than once"
+        );
+        let s = stat(&report, &u(path));
+        assert_eq!(s.status, Some(200));
+        assert_eq!(s.content_type.as_deref(), Some("text/html"));
+        assert_eq!(s.encoding.as_deref(), Some("utf-8"));
+    }
+    let counts = |p: &str| {
+        let s = stat(&report, &u(p));
+        (s.num_new_urls, s.num_urls)
+    };
+    assert_eq!(counts("/"), (1, 1));
+    assert_eq!(counts("/a"), (1, 2));
+    assert_eq!(counts("/b"), (0, 2));
+}
+
+/// A broken link gives a `404` line (`error`, `status_404`), not a failure.
+pub fn not_found(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(Site::new().page("/", r#"<a href="/missing">x</a>"#));
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let s = stat(&report, &server.url("/missing"));
+    assert_eq!(s.status, Some(404));
+    assert!(s.error.is_none());
+    assert_eq!(s.content_type, None);
+    assert_eq!(report.counts().get("status_404"), Some(&1));
+}
+
+/// Links to other hosts are not followed: another name, another IP literal.
+pub fn prohibited_host(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(Site::new().page(
+        "/",
+        r#"<a href="http://elsewhere.invalid/x">a</a>
+           <a href="http://127.0.0.2:1/y">b</a>
+           <a href="http://localhost.invalid/z">c</a>
+           <a href="/ok">ok</a>"#,
+    ));
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    assert_eq!(report.urls(), set(&[server.url("/"), server.url("/ok")]));
+    assert_eq!(stat(&report, &server.url("/")).num_urls, 1);
+}
+
+/// `--exclude` skips matching links, but never a root.
+pub fn exclude(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/private/",
+                r#"<a href="/private/x">x</a> <a href="/public">p</a>"#,
+            )
+            .page("/public", "nothing"),
+    );
+    let mut config = config_for(lesson, &server, "/private/");
+    config.exclude = Some(regex::Regex::new("private").expect("constant regex"));
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(
+        report.urls(),
+        set(&[server.url("/private/"), server.url("/public")])
+    );
+    assert_eq!(server.request_count("/private/x"), 0);
+}
+
+/// Fragments are dropped: `/a#one` and `/a#two` are one URL, and `#top` is
+/// the page itself (already seen, so not NEW).
+pub fn fragments(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r##"<a href="/a#one">1</a> <a href="/a#two">2</a> <a href="#top">top</a>"##,
+            )
+            .page("/a", "a"),
+    );
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/#start"));
+    assert_consistent(&report);
+    assert_eq!(report.urls(), set(&[server.url("/"), server.url("/a")]));
+    let root = stat(&report, &server.url("/"));
+    assert_eq!((root.num_new_urls, root.num_urls), (1, 2));
+    assert_eq!(server.request_count("/a"), 1);
+}
+
+/// Relative links resolve against the page URL, or its `<base href>`.
+pub fn relative_links(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="docs/guide/intro.html">go</a>"#)
+            .page(
+                "/docs/guide/intro.html",
+                r#"<a href="next.html">n</a> <a href="../api/">api</a>
+                   <a href='./img/'>img</a> <a href=?page=2>p2</a>"#,
+            )
+            .page("/docs/guide/next.html", "end")
+            .page("/docs/api/", "api")
+            .page("/docs/guide/img/", "img")
+            .page("/docs/guide/intro.html?page=2", "page 2")
+            .page(
+                "/based/",
+                r#"<base href="/docs/guide/"><a href="next.html">n</a>"#,
+            ),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    config.roots.push(server.url("/based/"));
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    let expected: Vec<String> = [
+        "/",
+        "/based/",
+        "/docs/guide/intro.html",
+        "/docs/guide/next.html",
+        "/docs/api/",
+        "/docs/guide/img/",
+        "/docs/guide/intro.html?page=2",
+    ]
+    .iter()
+    .map(|p| server.url(p))
+    .collect();
+    assert_eq!(report.urls(), set(&expected));
+    assert_eq!(stat(&report, &server.url("/based/")).num_urls, 1);
+}
+
+/// Only HTML and XML bodies are searched for links; every other 200 is an
+/// `other` line with its content type, charset and size.
+pub fn non_html_not_parsed(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/notes.txt">t</a> <a href="/feed.xml">x</a> <a href="/style.css">c</a>"#,
+            )
+            .route(
+                "/notes.txt",
+                Route::body("text/plain", r#"see href="/hidden-from-text""#),
+            )
+            .route(
+                "/feed.xml",
+                Route::body(
+                    "application/xml; charset=ISO-8859-1",
+                    r#"<link href="/from-xml"/>"#,
+                ),
+            )
+            .route("/style.css", Route::body("text/css", "a { color: red }"))
+            .page("/from-xml", "found through the XML feed"),
+    );
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let u = |p: &str| server.url(p);
+    assert_eq!(
+        report.urls(),
+        set(&[
+            u("/"),
+            u("/notes.txt"),
+            u("/feed.xml"),
+            u("/style.css"),
+            u("/from-xml")
+        ])
+    );
+    let txt = stat(&report, &u("/notes.txt"));
+    assert_eq!(txt.content_type.as_deref(), Some("text/plain"));
+    assert_eq!(txt.size, r#"see href="/hidden-from-text""#.len());
+    let xml = stat(&report, &u("/feed.xml"));
+    assert_eq!(xml.content_type.as_deref(), Some("application/xml"));
+    assert_eq!(xml.encoding.as_deref(), Some("iso-8859-1"));
+    assert_eq!(report.counts().get("other"), Some(&3));
+}
+
+/// A redirect is recorded with its target; an allowed target is fetched, an
+/// off-site one is not; a redirect without `Location` is a `redirect` failure.
+pub fn redirect_recorded(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/old">o</a> <a href="/away">a</a> <a href="/nowhere">n</a>
+                   <a href="/temp">t</a>"#,
+            )
+            .route("/old", Route::redirect(301, "/new#frag"))
+            .route("/away", Route::redirect(302, "http://elsewhere.invalid/"))
+            .route("/nowhere", Route::status(302))
+            .route("/temp", Route::redirect(307, "{origin}/new"))
+            .page("/new", "moved here"),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    config.max_tries = 1;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    let u = |p: &str| server.url(p);
+    assert_eq!(
+        report.urls(),
+        set(&[
+            u("/"),
+            u("/old"),
+            u("/away"),
+            u("/nowhere"),
+            u("/temp"),
+            u("/new")
+        ])
+    );
+    let old = stat(&report, &u("/old"));
+    assert_eq!(old.status, Some(301));
+    assert_eq!(old.next_url.as_deref(), Some(u("/new").as_str()));
+    let away = stat(&report, &u("/away"));
+    assert_eq!(away.next_url.as_deref(), Some("http://elsewhere.invalid/"));
+    assert_eq!(kind_of(&report, &u("/nowhere")), Some(FailKind::Redirect));
+    assert_eq!(
+        server.request_count("/new"),
+        1,
+        "a redirect target is fetched once"
+    );
+    assert_eq!(report.counts().get("redirect"), Some(&3));
+    let lines = config.log.lines();
+    let wanted = format!("redirect to {} from {}", u("/new"), u("/old"));
+    let wanted_temp = format!("redirect to {} from {}", u("/new"), u("/temp"));
+    assert!(
+        lines.iter().any(|l| *l == wanted || *l == wanted_temp),
+        "no `redirect to` line in {lines:#?}"
+    );
+}
+
+/// Responses that do not parse, or stop short, are error lines for their URL
+/// and the crawl goes on.
+pub fn malformed_response(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/garbage">g</a> <a href="/short">s</a> <a href="/badchunk">c</a>
+                   <a href="/empty">e</a> <a href="/ok">ok</a>"#,
+            )
+            .route("/garbage", Route::raw("SPDY/9 banana\r\n\r\n"))
+            .route(
+                "/short",
+                Route::raw("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"),
+            )
+            .route(
+                "/badchunk",
+                Route::raw(
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+                ),
+            )
+            .route("/empty", Route::raw(""))
+            .page("/ok", "fine"),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    config.max_tries = 1;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    let u = |p: &str| server.url(p);
+    assert_eq!(kind_of(&report, &u("/garbage")), Some(FailKind::Protocol));
+    assert_eq!(kind_of(&report, &u("/short")), Some(FailKind::Reset));
+    assert_eq!(kind_of(&report, &u("/badchunk")), Some(FailKind::Protocol));
+    assert_eq!(kind_of(&report, &u("/empty")), Some(FailKind::Reset));
+    assert_eq!(stat(&report, &u("/ok")).status, Some(200));
+    for path in ["/garbage", "/short", "/badchunk", "/empty"] {
+        let line = crate::report::line(stat(&report, &u(path)));
+        assert!(line.starts_with(&format!("{} error ", u(path))), "{line}");
+    }
+}
+
+/// A server that accepts and never answers ends as a `timeout` for that URL,
+/// by the deadline, and the rest of the site is crawled.
+pub fn stuck_server(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/stuck">s</a> <a href="/ok">ok</a>"#)
+            .route("/stuck", Route::stall())
+            .page("/ok", "fine"),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    config.timeout = Duration::from_secs(1);
+    config.max_tries = 1;
+    let started = Instant::now();
+    let report = crawl_within_deadline(crawl, &config);
+    let took = started.elapsed();
+    assert_consistent(&report);
+    assert_eq!(
+        kind_of(&report, &server.url("/stuck")),
+        Some(FailKind::Timeout)
+    );
+    assert_eq!(stat(&report, &server.url("/ok")).status, Some(200));
+    assert!(
+        took < Duration::from_secs(20),
+        "a 1 s timeout took {took:?} to end the crawl"
+    );
+}
+
+/// A body that is not UTF-8 still has its links found.
+pub fn non_utf8_body(lesson: Lesson, crawl: CrawlFn) {
+    let mut body = b"<p>caf\xe9 \xff\xfe na\xefve</p><a href=\"/latin\">\xe0</a>\x80".to_vec();
+    body.extend_from_slice(b"<A HREF='/upper'>\xc3\x28</A>");
+    let server = TestServer::start(
+        Site::new()
+            .route("/", Route::body("text/html; charset=iso-8859-1", body))
+            .page("/latin", "ok")
+            .page("/upper", "ok"),
+    );
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let root = stat(&report, &server.url("/"));
+    assert_eq!(root.encoding.as_deref(), Some("iso-8859-1"));
+    assert_eq!(root.num_urls, 2);
+    assert_eq!(
+        report.urls(),
+        set(&[server.url("/"), server.url("/latin"), server.url("/upper")])
+    );
+}
+
+/// The course has no TLS: an `https` link is kept and reported as an error.
+pub fn https_unsupported(lesson: Lesson, crawl: CrawlFn) {
+    // Same host as the root (any port of a root's host is allowed), so the
+    // policy keeps it and the fetch must refuse it.
+    let https = "https://127.0.0.1/secure";
+    let server = TestServer::start(Site::new().page("/", format!(r#"<a href="{https}">s</a>"#)));
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let s = stat(&report, https);
+    let err = s.error.as_ref().expect("an https URL must be an error");
+    assert_eq!(err.kind, FailKind::Unsupported);
+    assert!(
+        err.message.contains("https not supported"),
+        "{}",
+        err.message
+    );
+}
+
+/// Bodies over the limit are `too_large`; exactly the limit is fine.
+pub fn too_large(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/big">b</a> <a href="/exact">e</a>"#)
+            .route("/big", Route::body("text/plain", vec![b'x'; 4097]))
+            .route("/exact", Route::body("text/plain", vec![b'x'; 4096])),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    config.limits.max_body_bytes = 4096;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(
+        kind_of(&report, &server.url("/big")),
+        Some(FailKind::TooLarge)
+    );
+    assert_eq!(stat(&report, &server.url("/exact")).size, 4096);
+}
+
+/// Chunked bodies are de-chunked: links inside are found, `SIZE` is the
+/// de-chunked length.
+pub fn chunked_body(lesson: Lesson, crawl: CrawlFn) {
+    let body = r#"<a href="/one">1</a> and then <a href="/two">2</a>"#;
+    let server = TestServer::start(
+        Site::new()
+            .route("/", Route::html(body).chunked())
+            .page("/one", "1")
+            .page("/two", "2"),
+    );
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    assert_eq!(stat(&report, &server.url("/")).size, body.len());
+    assert_eq!(report.urls().len(), 3);
+}
+
+/// Duplicate roots are fetched once; a root without a scheme gets `http://`.
+pub fn duplicate_roots(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(Site::new().page("/", "home"));
+    let mut config = config_for(lesson, &server, "/");
+    let bare = server.url("/").replacen("http://", "", 1);
+    config.roots.push(bare);
+    config.roots.push(server.url("/#again"));
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(report.urls(), set(&[server.url("/")]));
+    assert_eq!(server.request_count("/"), 1);
+}
+
+/// A root on a closed port: a `connect` failure, and no status received (the
+/// program then exits 1).
+pub fn closed_port(lesson: Lesson, crawl: CrawlFn) {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.local_addr().expect("local addr").port()
+    };
+    let root = format!("http://127.0.0.1:{port}/");
+    let mut config = Config::new(lesson, [root.clone()]);
+    config.log = Log::capture(Level::Debug);
+    config.timeout = Duration::from_secs(5);
+    config.max_tries = 1;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(kind_of(&report, &root), Some(FailKind::Connect));
+    assert!(!report.received_any_status());
+}
+
+/// A generated site of a few hundred pages: exactly the URLs the generator
+/// says a correct crawl reports.
+pub fn generated_site(lesson: Lesson, crawl: CrawlFn) {
+    let spec = SiteSpec {
+        pages: 300,
+        ..SiteSpec::default()
+    };
+    let site = generate(&spec);
+    let server = TestServer::start(site.to_site());
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let origin = server.url("");
+    assert_eq!(report.urls(), site.expected_urls(&origin));
+    assert!(report.stats.iter().all(|s| s.error.is_none()));
+}
+
+/// The one-line-per-URL `info` log lines are the report's lines.
+pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a> <a href="/gone">g</a>"#)
+            .page("/a", "a"),
+    );
+    let config = config_for(lesson, &server, "/");
+    let report = crawl_within_deadline(crawl, &config);
+    let lines = config.log.lines();
+    for s in &report.stats {
+        let line = crate::report::line(s);
+        assert!(lines.contains(&line), "no log line {line:?} in {lines:#?}");
+    }
+}
+
+/// Expands to one `#[test]` per behaviour case for a lesson's `crawl`.
+#[macro_export]
+macro_rules! behaviour_suite {
+    ($lesson:expr, $crawl:path) => {
+        $crate::behaviour_suite!(@cases $lesson, $crawl;
+            link_cycle, not_found, prohibited_host, exclude, fragments,
+            relative_links, non_html_not_parsed, redirect_recorded,
+            malformed_response, stuck_server, non_utf8_body, https_unsupported,
+            too_large, chunked_body, duplicate_roots, closed_port,
+            generated_site, info_lines);
+    };
+    (@cases $lesson:expr, $crawl:path; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::behaviour::$case($lesson, $crawl);
+            }
+        )*
+    };
+}
