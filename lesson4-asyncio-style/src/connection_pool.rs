@@ -75,7 +75,7 @@ struct PoolInner {
     resolver: Resolver,
     /// Idle connections by key, most recently used last (taken first: the
     /// least likely to have been closed by the server).
-    idle: RefCell<HashMap<PoolKey, Vec<Connection>>>,
+    idle: RefCell<HashMap<Rc<PoolKey>, Vec<Connection>>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
     /// One item per socket that may still be opened (see the module text).
@@ -92,7 +92,9 @@ pub struct Connection {
     /// The open socket.
     socket: Socket,
     /// Where it connects to, for putting it back in the right place.
-    key: PoolKey,
+    /// Shared (`Rc`) rather than copied: a waiting fetch holds its
+    /// connection, and every byte of it counts ten thousand times.
+    key: Rc<PoolKey>,
     /// Did it come from the idle pool (and so may be stale)?
     reused: bool,
     /// The pool, to count it as closed when dropped. Weak: idle connections
@@ -147,20 +149,24 @@ impl ConnectionPool {
     /// (`unsupported`, `dns`, `connect`), or a cancellation.
     pub async fn connect(&self, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
         check_scheme(url)?;
-        let key =
-            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
+        let key = PoolKey::of(url)
+            .ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
         if !fresh {
-            let idle = self
-                .inner
-                .idle
-                .borrow_mut()
-                .get_mut(&key)
-                .and_then(Vec::pop);
+            let idle = self.inner.idle.borrow_mut().get_mut(&key).and_then(Vec::pop);
             if let Some(mut connection) = idle {
                 connection.reused = true;
                 return Ok(connection);
             }
         }
+        // Opening a connection is a coroutine of its own, boxed: its state
+        // (addresses, the connect in progress) is only needed for a moment,
+        // and a fetch that waits for its response should not carry room for
+        // it. (A coroutine is as big as the largest state it can be in.)
+        Box::pin(self.open(url, key)).await
+    }
+
+    /// Open a new connection to `url`: resolve, then try each address.
+    async fn open(&self, url: &Url, key: PoolKey) -> anyhow::Result<Connection> {
         let addrs = self.inner.resolver.resolve(url)?;
         let mut last_error = None;
         // `localhost` may resolve to `::1` first, where nothing listens: each
@@ -173,7 +179,7 @@ impl ConnectionPool {
                     self.inner.opened.set(self.inner.opened.get() + 1);
                     return Ok(Connection {
                         socket,
-                        key,
+                        key: Rc::new(key),
                         reused: false,
                         pool: Rc::downgrade(&self.inner),
                     });
@@ -191,7 +197,7 @@ impl ConnectionPool {
                         // permit is not given back, so the pool shrinks to
                         // what the system allows, and the fetch tries again
                         // when one of our own sockets closes.
-                        return Box::pin(self.connect(url, true)).await;
+                        return Box::pin(self.open(url, key)).await;
                     }
                     self.inner.permits.put_nowait(());
                     last_error = Some(connect_error(addr, &err));

@@ -14,7 +14,7 @@
 
 use std::fmt;
 use std::future::{poll_fn, Future};
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -37,16 +37,22 @@ impl std::error::Error for TimeoutError {}
 
 // ANCHOR: wait_for
 /// Await `fut`, but give up with [`TimeoutError`] after `timeout`.
+///
+/// `fut` must be `Unpin`: a [`Task`](crate::task::Task), a
+/// [`Future`](crate::future::Future), or a coroutine pinned by the caller
+/// (`wait_for(pin!(fetch()), t)`). Taking the coroutine by value and pinning
+/// it here would work too, but the compiler would then reserve room for it
+/// twice in `wait_for`'s state — once as the argument, once pinned — and a
+/// fetch's coroutine is the bulk of what a waiting fetch costs in memory.
 pub async fn wait_for<T>(
-    fut: impl Future<Output = anyhow::Result<T>>,
+    mut fut: impl Future<Output = anyhow::Result<T>> + Unpin,
     timeout: Duration,
 ) -> anyhow::Result<T> {
-    let mut fut = pin!(fut);
     let mut timer = pin!(sleep(timeout));
     poll_fn(|cx| {
         // The awaitable first: if it and the timer are both ready, the work
         // that was done wins over the deadline.
-        if let Poll::Ready(result) = fut.as_mut().poll(cx) {
+        if let Poll::Ready(result) = Pin::new(&mut fut).poll(cx) {
             return Poll::Ready(result);
         }
         match timer.as_mut().poll(cx) {

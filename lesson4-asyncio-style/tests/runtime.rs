@@ -6,6 +6,7 @@
 use std::cell::{Cell, RefCell};
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::pin::pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -474,7 +475,7 @@ fn wait_for_returns_the_result_when_in_time() {
                 sleep(Duration::from_secs(1)).await?;
                 Ok(5)
             };
-            wait_for(fast, Duration::from_secs(2)).await
+            wait_for(pin!(fast), Duration::from_secs(2)).await
         })
         .unwrap();
     assert_eq!(value, 5);
@@ -567,7 +568,7 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
         .run_until_complete(async move {
             let mut socket = Socket::connect(addr).await?;
             // The listener accepts (in the kernel) but never writes.
-            wait_for(socket.read(|bytes| bytes.len()), Duration::from_millis(50)).await
+            wait_for(pin!(socket.read(|bytes| bytes.len())), Duration::from_millis(50)).await
         })
         .unwrap_err();
     assert!(err.is::<TimeoutError>());
