@@ -149,10 +149,15 @@ impl ConnectionPool {
     /// (`unsupported`, `dns`, `connect`), or a cancellation.
     pub async fn connect(&self, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
         check_scheme(url)?;
-        let key = PoolKey::of(url)
-            .ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
+        let key =
+            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
         if !fresh {
-            let idle = self.inner.idle.borrow_mut().get_mut(&key).and_then(Vec::pop);
+            let idle = self
+                .inner
+                .idle
+                .borrow_mut()
+                .get_mut(&key)
+                .and_then(Vec::pop);
             if let Some(mut connection) = idle {
                 connection.reused = true;
                 return Ok(connection);

@@ -298,27 +298,3 @@ impl Drop for InFlight<'_> {
         self.crawler.in_flight.set(self.crawler.in_flight.get() - 1);
     }
 }
-
-#[cfg(test)]
-mod size_probe {
-    #[test]
-    fn probe() {
-        let pool = crate::connection_pool::ConnectionPool::new(10, 10);
-        let url = url::Url::parse("http://127.0.0.1:1/").unwrap();
-        let log = shared::log::Log::default();
-        let f = crate::fetch::fetch(&pool, &url, std::time::Duration::from_secs(1), Default::default(), &log);
-        eprintln!("fetch future: {} bytes", std::mem::size_of_val(&f));
-        let f = pool.connect(&url, false);
-        eprintln!("connect future: {} bytes", std::mem::size_of_val(&f));
-        let f = crate::socket::Socket::connect("127.0.0.1:1".parse().unwrap());
-        eprintln!("socket connect future: {} bytes", std::mem::size_of_val(&f));
-        let f = crate::sleep::sleep(std::time::Duration::from_secs(1));
-        eprintln!("sleep future: {} bytes", std::mem::size_of_val(&f));
-        let q: crate::queue::Queue<u8> = crate::queue::Queue::new();
-        let f = q.get();
-        eprintln!("get future: {} bytes", std::mem::size_of_val(&f));
-        eprintln!("parser: {} bytes", std::mem::size_of::<shared::http::ResponseParser>());
-        eprintln!("url: {} bytes", std::mem::size_of::<url::Url>());
-        eprintln!("response: {} bytes", std::mem::size_of::<shared::http::Response>());
-    }
-}

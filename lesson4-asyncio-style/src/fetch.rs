@@ -110,32 +110,3 @@ async fn exchange(
     }
 }
 // ANCHOR_END: exchange
-
-#[cfg(test)]
-mod size_probe2 {
-    #[test]
-    fn probe2() {
-        let pool = crate::connection_pool::ConnectionPool::new(10, 10);
-        let url = url::Url::parse("http://127.0.0.1:1/").unwrap();
-        let log = shared::log::Log::default();
-        let f = super::get(&pool, &url, Default::default(), &log);
-        eprintln!("get: {} bytes", std::mem::size_of_val(&f));
-        let f = crate::wait_for::wait_for(Box::pin(super::get(&pool, &url, Default::default(), &log)), std::time::Duration::from_secs(1));
-        eprintln!("wait_for(get): {} bytes", std::mem::size_of_val(&f));
-        eprintln!("connection: {} bytes", std::mem::size_of::<crate::connection_pool::Connection>());
-        fn sz<T>(_: &T) -> usize { std::mem::size_of::<T>() }
-        let mut parser = shared::http::ResponseParser::new();
-        let lp = crate::event_loop::EventLoop::new().unwrap();
-        let r = lp.run_until_complete(async move {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let pool = crate::connection_pool::ConnectionPool::new(10, 10);
-            let url = url::Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
-            let mut c = pool.connect(&url, false).await?;
-            eprintln!("exchange: {}", sz(&super::exchange(&mut c, b"", &mut parser)));
-            eprintln!("read: {}", sz(&c.socket().read(|b| b.len())));
-            eprintln!("write_all: {}", sz(&c.socket().write_all(b"")));
-            Ok(())
-        });
-        r.unwrap();
-    }
-}

@@ -155,7 +155,9 @@ fn redirect_chains_that_meet_are_fetched_once() {
 
 /// A root linking to `n` pages that each answer after `delay`.
 fn slow_fanout(n: usize, delay: Duration) -> Site {
-    let links: String = (0..n).map(|i| format!(r#"<a href="/p{i}">{i}</a> "#)).collect();
+    let links: String = (0..n)
+        .map(|i| format!(r#"<a href="/p{i}">{i}</a> "#))
+        .collect();
     (0..n).fold(Site::new().page("/", links), |site, i| {
         site.route(&format!("/p{i}"), Route::html("leaf").delay(delay))
     })
@@ -248,7 +250,10 @@ fn timeouts_are_retried_each_with_its_own_deadline() {
 fn errors_that_would_repeat_are_not_retried() {
     let server = TestServer::start(
         Site::new()
-            .page("/", r#"<a href="/big">b</a> <a href="https://127.0.0.1/s">s</a>"#)
+            .page(
+                "/",
+                r#"<a href="/big">b</a> <a href="https://127.0.0.1/s">s</a>"#,
+            )
             .route("/big", Route::body("text/plain", vec![b'x'; 2000])),
     );
     let mut config = config(&server, "/");
@@ -323,7 +328,10 @@ fn content_types_are_reported_without_parameters() {
                 r#"<a href="/json">j</a> <a href="/png">p</a> <a href="/upper">u</a>"#,
             )
             .route("/json", Route::body("application/json", "{}"))
-            .route("/png", Route::body("image/png", vec![0x89, b'P', b'N', b'G']))
+            .route(
+                "/png",
+                Route::body("image/png", vec![0x89, b'P', b'N', b'G']),
+            )
             .route("/upper", Route::body("Text/HTML; Charset=UTF-8", "hi")),
     );
     let report = run(&config(&server, "/"));

@@ -446,7 +446,7 @@ fn wait_for_times_out_at_the_deadline_and_drops_the_awaitable() {
                 sleep(Duration::from_secs(60)).await?;
                 Ok("too late")
             };
-            let err = wait_for(slow, Duration::from_millis(2500))
+            let err = wait_for(pin!(slow), Duration::from_millis(2500))
                 .await
                 .unwrap_err();
             Ok((err, lp.time() - start))
@@ -568,7 +568,12 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
         .run_until_complete(async move {
             let mut socket = Socket::connect(addr).await?;
             // The listener accepts (in the kernel) but never writes.
-            wait_for(pin!(socket.read(|bytes| bytes.len())), Duration::from_millis(50)).await
+            let read = wait_for(
+                pin!(socket.read(|bytes| bytes.len())),
+                Duration::from_millis(50),
+            )
+            .await;
+            read
         })
         .unwrap_err();
     assert!(err.is::<TimeoutError>());
