@@ -67,9 +67,11 @@ struct Core<T> {
     state: State<T>,
     /// `add_done_callback`'s callbacks, scheduled when the future completes.
     callbacks: Vec<Box<dyn FnOnce(Future<T>)>>,
-    /// The wakers of the tasks awaiting this future. Usually one; a list
-    /// because a future may be awaited through several clones.
-    wakers: Vec<Waker>,
+    /// The waker of the task awaiting this future...
+    waker: Option<Waker>,
+    /// ...and of any other task awaiting it through a clone (rare: kept
+    /// apart so that the usual single awaiter costs no allocation).
+    other_wakers: Vec<Waker>,
 }
 
 enum State<T> {
@@ -98,7 +100,8 @@ impl<T: 'static> Future<T> {
                 core: RefCell::new(Core {
                     state: State::Pending,
                     callbacks: Vec::new(),
-                    wakers: Vec::new(),
+                    waker: None,
+                    other_wakers: Vec::new(),
                 }),
             }),
         }
@@ -143,7 +146,7 @@ impl<T: 'static> Future<T> {
     }
 
     fn finish(&self, state: State<T>) -> bool {
-        let (callbacks, wakers) = {
+        let (callbacks, waker, other_wakers) = {
             let mut core = self.inner.core.borrow_mut();
             if !matches!(core.state, State::Pending) {
                 return false;
@@ -151,7 +154,8 @@ impl<T: 'static> Future<T> {
             core.state = state;
             (
                 std::mem::take(&mut core.callbacks),
-                std::mem::take(&mut core.wakers),
+                core.waker.take(),
+                std::mem::take(&mut core.other_wakers),
             )
         };
         // Scheduled, not called: the code that completed this future carries
@@ -160,7 +164,7 @@ impl<T: 'static> Future<T> {
             let future = self.clone();
             self.inner.event_loop.call_soon(move || callback(future));
         }
-        for waker in wakers {
+        for waker in waker.into_iter().chain(other_wakers) {
             waker.wake();
         }
         true
@@ -218,8 +222,15 @@ impl<T: 'static> std::future::Future for Future<T> {
             return Poll::Ready(result);
         }
         let mut core = self.inner.core.borrow_mut();
-        if !core.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-            core.wakers.push(cx.waker().clone());
+        let waker = cx.waker();
+        match &core.waker {
+            None => core.waker = Some(waker.clone()),
+            Some(first) if first.will_wake(waker) => {}
+            Some(_) => {
+                if !core.other_wakers.iter().any(|w| w.will_wake(waker)) {
+                    core.other_wakers.push(waker.clone());
+                }
+            }
         }
         Poll::Pending
     }
