@@ -74,7 +74,9 @@ struct PoolInner {
     /// holds the crawl's resolver.
     resolver: Resolver,
     /// Idle connections by key, most recently used last (taken first: the
-    /// least likely to have been closed by the server).
+    /// least likely to have been closed by the server). An entry stays once
+    /// made, even empty: its key is the one every connection to that host
+    /// shares.
     idle: RefCell<HashMap<Rc<PoolKey>, Vec<Connection>>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
@@ -184,7 +186,7 @@ impl ConnectionPool {
                     self.inner.opened.set(self.inner.opened.get() + 1);
                     return Ok(Connection {
                         socket,
-                        key: Rc::new(key),
+                        key: self.shared_key(key),
                         reused: false,
                         pool: Rc::downgrade(&self.inner),
                     });
@@ -215,6 +217,17 @@ impl ConnectionPool {
     }
     // ANCHOR_END: connect
 
+    /// The one `Rc` of `key` that all connections to that host share.
+    fn shared_key(&self, key: PoolKey) -> Rc<PoolKey> {
+        let mut idle = self.inner.idle.borrow_mut();
+        if let Some((shared, _)) = idle.get_key_value(&key) {
+            return shared.clone();
+        }
+        let shared = Rc::new(key);
+        idle.insert(shared.clone(), Vec::new());
+        shared
+    }
+
     /// Take a permit to open a socket: at once if one is free; else by
     /// closing an idle connection (to any host); else by waiting.
     async fn acquire_permit(&self) -> anyhow::Result<()> {
@@ -238,9 +251,7 @@ impl ConnectionPool {
     /// outside the borrow of the idle table).
     fn evict_one_idle(&self) -> Option<Connection> {
         let mut idle = self.inner.idle.borrow_mut();
-        let connection = idle.values_mut().find_map(Vec::pop);
-        idle.retain(|_, connections| !connections.is_empty());
-        connection
+        idle.values_mut().find_map(Vec::pop)
     }
 
     // ANCHOR: release
@@ -278,7 +289,13 @@ impl ConnectionPool {
 
     /// Close every idle connection.
     pub fn close(&self) {
-        let idle = std::mem::take(&mut *self.inner.idle.borrow_mut());
+        let idle: Vec<Connection> = self
+            .inner
+            .idle
+            .borrow_mut()
+            .values_mut()
+            .flat_map(std::mem::take)
+            .collect();
         drop(idle);
     }
 }

@@ -33,9 +33,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use shared::http::Limits;
 use shared::links::{normalize_root, UrlPolicy};
 use shared::log::Log;
 use shared::page::{analyze, Analysis};
@@ -45,7 +44,7 @@ use url::Url;
 
 use crate::connection_pool::{ConnectionPool, MAX_IDLE_PER_HOST};
 use crate::event_loop::get_running_loop;
-use crate::fetch::fetch;
+use crate::fetch::{fetch, Session};
 use crate::future::is_cancelled;
 use crate::queue::Queue;
 use crate::task::Task;
@@ -64,24 +63,22 @@ pub struct Crawler {
     max_tries: usize,
     /// `--max-tasks`: the number of workers.
     max_tasks: usize,
-    /// `--timeout`: the deadline of each attempt.
-    timeout: Duration,
-    /// Response size limits.
-    limits: Limits,
     /// Where the log lines go.
     log: Log,
     /// The work: `(url, redirects still allowed)`.
     q: Queue<(Url, usize)>,
-    /// Every URL ever queued: roots, new links, redirect targets.
-    seen_urls: RefCell<HashSet<Url>>,
+    /// Every URL ever queued: roots, new links, redirect targets. Their text
+    /// only: a parsed `Url` carries 64 bytes of offsets besides its text.
+    seen_urls: RefCell<HashSet<String>>,
     /// One statistic per finished URL.
     done: RefCell<Vec<FetchStatistic>>,
     /// Fetch attempts under way now.
     in_flight: Cell<usize>,
     /// The most at once: the report's achieved concurrency.
     peak_in_flight: Cell<usize>,
-    /// Keep-alive connections, shared by all workers.
-    pool: ConnectionPool,
+    /// The connection pool, the deadline and the limits, shared by all
+    /// workers.
+    session: Session,
     /// When the crawl started and ended, for the report.
     t0: Cell<Instant>,
     t1: Cell<Option<Instant>>,
@@ -102,15 +99,18 @@ impl Crawler {
             max_redirect: config.max_redirect,
             max_tries: config.max_tries.max(1),
             max_tasks: config.max_tasks.max(1),
-            timeout: config.timeout,
-            limits: config.limits,
             log: config.log.clone(),
             q: Queue::new(),
             seen_urls: RefCell::new(HashSet::new()),
             done: RefCell::new(Vec::new()),
             in_flight: Cell::new(0),
             peak_in_flight: Cell::new(0),
-            pool: ConnectionPool::new(MAX_IDLE_PER_HOST, shared::net::socket_budget()),
+            session: Session {
+                pool: ConnectionPool::new(MAX_IDLE_PER_HOST, shared::net::socket_budget()),
+                timeout: config.timeout,
+                limits: config.limits,
+                log: config.log.clone(),
+            },
             t0: Cell::new(Instant::now()),
             t1: Cell::new(None),
             roots,
@@ -145,7 +145,7 @@ impl Crawler {
                 }
             }
         }
-        self.pool.close();
+        self.session.pool.close();
         self.t1.set(Some(Instant::now()));
         Ok(())
     }
@@ -154,7 +154,7 @@ impl Crawler {
     async fn work(self: Rc<Self>) -> anyhow::Result<()> {
         loop {
             let (url, max_redirect) = self.q.get().await?;
-            let fetched = self.fetch(url, max_redirect).await;
+            let fetched = self.fetch(&url, max_redirect).await;
             self.q.task_done()?;
             fetched?;
         }
@@ -165,13 +165,13 @@ impl Crawler {
     /// Fetch one URL with retries, record how it ended, and queue what it
     /// leads to: a redirect's target, or the page's new links. Only a
     /// cancellation of the worker comes out as an error.
-    async fn fetch(&self, url: Url, max_redirect: usize) -> anyhow::Result<()> {
+    async fn fetch(&self, url: &Url, max_redirect: usize) -> anyhow::Result<()> {
         let mut tries = 0;
         let response = loop {
             tries += 1;
             let attempt = {
                 let _in_flight = InFlight::enter(self);
-                fetch(&self.pool, &url, self.timeout, self.limits, &self.log).await
+                fetch(&self.session, url).await
             };
             match attempt {
                 Ok(response) => {
@@ -197,7 +197,7 @@ impl Crawler {
             mut stat,
             links,
             redirect,
-        } = analyze(&url, &response, &self.policy, &self.log);
+        } = analyze(url, &response, &self.policy, &self.log);
         // The body may be megabytes; the links are all we need of it now.
         drop(response);
         if stat.error.is_some() {
@@ -206,7 +206,7 @@ impl Crawler {
 
         if let Some(next_url) = redirect {
             self.record_statistic(stat);
-            if self.seen_urls.borrow().contains(&next_url) {
+            if self.seen_urls.borrow().contains(next_url.as_str()) {
                 // We have been down this path before.
                 self.log.debug(format!("{next_url}: already seen"));
             } else if max_redirect > 0 {
@@ -229,7 +229,7 @@ impl Crawler {
     fn add_links(&self, links: Vec<Url>) -> usize {
         let mut new = 0;
         for link in links {
-            if self.seen_urls.borrow().contains(&link) {
+            if self.seen_urls.borrow().contains(link.as_str()) {
                 self.log.debug(format!("{link}: already seen"));
             } else {
                 self.add_url(link, self.max_redirect);
@@ -242,7 +242,7 @@ impl Crawler {
     /// Mark `url` seen and queue it with `max_redirect` redirects allowed.
     fn add_url(&self, url: Url, max_redirect: usize) {
         self.log.debug(format!("queue {url}"));
-        self.seen_urls.borrow_mut().insert(url.clone());
+        self.seen_urls.borrow_mut().insert(url.as_str().to_string());
         self.q.put_nowait((url, max_redirect));
     }
     // ANCHOR_END: add_links
@@ -272,7 +272,7 @@ impl Crawler {
 
     /// Connections opened during the crawl.
     pub fn connections_opened(&self) -> usize {
-        self.pool.opened_count()
+        self.session.pool.opened_count()
     }
 }
 

@@ -126,7 +126,15 @@ impl<T> Queue<T> {
 
     /// Take the oldest item, if there is one.
     pub fn get_nowait(&self) -> Option<T> {
-        self.inner.items.borrow_mut().pop_front()
+        let mut items = self.inner.items.borrow_mut();
+        let item = items.pop_front();
+        // A page with ten thousand links fills the queue at once; give the
+        // memory back as it drains, not only when the queue is dropped.
+        if items.capacity() > 64 && items.len() < items.capacity() / 4 {
+            let half = items.capacity() / 2;
+            items.shrink_to(half);
+        }
+        item
     }
 
     // ANCHOR: get

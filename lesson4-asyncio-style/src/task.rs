@@ -26,7 +26,7 @@
 //! it up, running destructors (Rust's `finally`) on the way, and the task
 //! ends cancelled.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -105,7 +105,12 @@ struct TaskInner<T> {
     /// The loop that steps it.
     event_loop: EventLoop,
     /// The outcome: a task *is* a future, so awaiting a task awaits this.
-    future: Future<T>,
+    /// Made when first asked for (or when the task finishes): a worker that
+    /// nobody awaits until the end of the crawl does not carry one while it
+    /// works.
+    future: OnceCell<Future<T>>,
+    /// Has the coroutine finished (returned, failed, or been cancelled)?
+    finished: Cell<bool>,
     /// The coroutine; `None` once it has returned (or while it is polled).
     coro: RefCell<Option<Coroutine<T>>>,
     /// Built once: every poll passes the same waker, and every future the
@@ -141,7 +146,8 @@ impl<T: 'static> Task<T> {
         let inner = Rc::new(TaskInner {
             id,
             event_loop: event_loop.clone(),
-            future: Future::new(event_loop),
+            future: OnceCell::new(),
+            finished: Cell::new(false),
             coro: RefCell::new(Some(Box::pin(coro))),
             waker: Waker::from(Arc::new(TaskWaker {
                 loop_id: event_loop.id(),
@@ -162,7 +168,7 @@ impl<T: 'static> Task<T> {
     /// `.await` it is suspended at, on the task's next step (scheduled now).
     /// Returns `false` when the task is already done.
     pub fn cancel(&self) -> bool {
-        if self.inner.future.done() {
+        if self.inner.finished.get() {
             return false;
         }
         self.inner.must_cancel.set(true);
@@ -173,27 +179,27 @@ impl<T: 'static> Task<T> {
 
     /// The future holding the task's outcome.
     pub fn future(&self) -> &Future<T> {
-        &self.inner.future
+        self.inner.future()
     }
 
     /// Has the coroutine finished (returned, failed, or been cancelled)?
     pub fn done(&self) -> bool {
-        self.inner.future.done()
+        self.inner.finished.get()
     }
 
     /// Did the task end cancelled?
     pub fn cancelled(&self) -> bool {
-        self.inner.future.cancelled()
+        self.inner.future.get().is_some_and(Future::cancelled)
     }
 
     /// See [`Future::add_done_callback`].
     pub fn add_done_callback(&self, callback: impl FnOnce(Future<T>) + 'static) {
-        self.inner.future.add_done_callback(callback);
+        self.inner.future().add_done_callback(callback);
     }
 
     /// See [`Future::take_result`].
     pub fn take_result(&self) -> Option<anyhow::Result<T>> {
-        self.inner.future.take_result()
+        self.inner.future().take_result()
     }
 }
 
@@ -243,13 +249,20 @@ impl<T: 'static> Step for TaskInner<T> {
 }
 
 impl<T: 'static> TaskInner<T> {
+    /// The task's future, made on first use.
+    fn future(&self) -> &Future<T> {
+        self.future.get_or_init(|| Future::new(&self.event_loop))
+    }
+
     /// The coroutine returned: resolve the task's own future with its outcome.
     fn finish(&self, result: anyhow::Result<T>) {
+        self.finished.set(true);
         self.event_loop.remove_task(self.id);
+        let future = self.future();
         match result {
-            Ok(value) => self.future.set_result(value),
-            Err(err) if is_cancelled(&err) => self.future.cancel(),
-            Err(err) => self.future.set_exception(err),
+            Ok(value) => future.set_result(value),
+            Err(err) if is_cancelled(&err) => future.cancel(),
+            Err(err) => future.set_exception(err),
         };
     }
 }
@@ -259,7 +272,7 @@ impl<T: 'static> std::future::Future for Task<T> {
 
     /// Awaiting a task awaits its outcome.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut future = self.inner.future.clone();
+        let mut future = self.inner.future().clone();
         Pin::new(&mut future).poll(cx)
     }
 }
@@ -268,7 +281,7 @@ impl<T> std::fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Task")
             .field("id", &self.inner.id)
-            .field("future", &self.inner.future)
+            .field("finished", &self.inner.finished.get())
             .finish()
     }
 }

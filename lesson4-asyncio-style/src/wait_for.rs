@@ -10,15 +10,15 @@
 //! socket stops waiting and closes, a pooled connection is given back as
 //! closed), and it is never polled again. So `wait_for` polls the coroutine
 //! and a [`sleep`](crate::sleep::sleep) in turn, and when the sleep is over it
-//! returns, dropping both.
+//! returns; whoever awaited it then drops both.
 
 use std::fmt;
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
-use std::task::Poll;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::sleep::sleep;
+use crate::sleep::{sleep, Sleep};
 
 /// The error of a `wait_for` whose deadline passed: asyncio's `TimeoutError`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,28 +40,48 @@ impl std::error::Error for TimeoutError {}
 ///
 /// `fut` must be `Unpin`: a [`Task`](crate::task::Task), a
 /// [`Future`](crate::future::Future), or a coroutine pinned by the caller
-/// (`wait_for(pin!(fetch()), t)`). Taking the coroutine by value and pinning
-/// it here would work too, but the compiler would then reserve room for it
-/// twice in `wait_for`'s state — once as the argument, once pinned — and a
-/// fetch's coroutine is the bulk of what a waiting fetch costs in memory.
-pub async fn wait_for<T>(
-    mut fut: impl Future<Output = anyhow::Result<T>> + Unpin,
-    timeout: Duration,
-) -> anyhow::Result<T> {
-    let mut timer = pin!(sleep(timeout));
-    poll_fn(|cx| {
+/// (`wait_for(pin!(fetch()), t)`). A coroutine taken by value would have to
+/// be pinned in here, and it is the bulk of what a waiting fetch costs in
+/// memory: better it stays where the caller made it.
+pub fn wait_for<F>(fut: F, timeout: Duration) -> WaitFor<F> {
+    WaitFor {
+        fut,
+        timer: sleep(timeout),
+    }
+}
+
+/// The future [`wait_for`] returns: the awaitable and its deadline, polled
+/// side by side. A plain struct rather than an `async fn`, whose state would
+/// keep a second copy of its arguments.
+pub struct WaitFor<F> {
+    /// What is awaited.
+    fut: F,
+    /// The deadline.
+    timer: Sleep,
+}
+
+impl<T, F> Future for WaitFor<F>
+where
+    F: Future<Output = anyhow::Result<T>> + Unpin,
+{
+    type Output = anyhow::Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
         // The awaitable first: if it and the timer are both ready, the work
         // that was done wins over the deadline.
-        if let Poll::Ready(result) = Pin::new(&mut fut).poll(cx) {
+        if let Poll::Ready(result) = Pin::new(&mut this.fut).poll(cx) {
             return Poll::Ready(result);
         }
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Err(TimeoutError { timeout }.into())),
+        match Pin::new(&mut this.timer).poll(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Err(TimeoutError {
+                timeout: this.timer.delay(),
+            }
+            .into())),
             // The sleep delivered a cancellation of the calling task.
             Poll::Ready(Err(err)) => Poll::Ready(Err(err)),
             Poll::Pending => Poll::Pending,
         }
-    })
-    .await
+    }
 }
 // ANCHOR_END: wait_for
