@@ -5,7 +5,8 @@
 //! ```
 //!
 //! Starts a server in a *separate process* (so its memory is not counted)
-//! whose home page links to N pages (default 10,000) that never answer.
+//! whose home page links to sections of 100 pages, N pages in all (default
+//! 10,000), that never answer.
 //! Then it crawls that site with `--max-tasks N`: N worker tasks, each with
 //! a connection, a request sent, and a coroutine suspended in `read`. When
 //! the server reports all N requests in flight, the example reads this
@@ -14,8 +15,9 @@
 //!
 //! The figure includes everything the crawl holds per URL at that moment:
 //! the worker task and its coroutine, the socket and its registration, the
-//! pending read's future and callback, the deadline's timer, the URL in the
-//! seen-set. It does not include kernel socket buffers (not user space).
+//! pending read's callback, the deadline's timer, the URL in the seen-set,
+//! and what the allocator cannot give back. It does not include kernel
+//! socket buffers (not user space).
 //! Linux only (`/proc/self/status`).
 
 use std::io::{BufRead, BufReader, Write};
@@ -70,12 +72,7 @@ fn main() -> anyhow::Result<()> {
     let mut config = Config::new(Lesson::Four, [root]);
     config.max_tasks = n;
     config.max_tries = 1;
-    config.timeout = Duration::from_secs(
-        std::env::var("TIMEOUT_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(5),
-    );
+    config.timeout = Duration::from_secs(5);
     // Errors only, into a capture: N `failed` lines would flood the terminal.
     config.log = Log::capture(Level::Error);
     let report = lesson4_asyncio_style::crawl(&config)?;

@@ -169,11 +169,11 @@ impl ConnectionPool {
         // (addresses, the connect in progress) is only needed for a moment,
         // and a fetch that waits for its response should not carry room for
         // it. (A coroutine is as big as the largest state it can be in.)
-        Box::pin(self.open(url, key)).await
+        Box::pin(self.open(url, &key)).await
     }
 
     /// Open a new connection to `url`: resolve, then try each address.
-    async fn open(&self, url: &Url, key: PoolKey) -> anyhow::Result<Connection> {
+    async fn open(&self, url: &Url, key: &PoolKey) -> anyhow::Result<Connection> {
         let addrs = self.inner.resolver.resolve(url)?;
         let mut last_error = None;
         // `localhost` may resolve to `::1` first, where nothing listens: each
@@ -218,12 +218,12 @@ impl ConnectionPool {
     // ANCHOR_END: connect
 
     /// The one `Rc` of `key` that all connections to that host share.
-    fn shared_key(&self, key: PoolKey) -> Rc<PoolKey> {
+    fn shared_key(&self, key: &PoolKey) -> Rc<PoolKey> {
         let mut idle = self.inner.idle.borrow_mut();
-        if let Some((shared, _)) = idle.get_key_value(&key) {
+        if let Some((shared, _)) = idle.get_key_value(key) {
             return shared.clone();
         }
-        let shared = Rc::new(key);
+        let shared = Rc::new(key.clone());
         idle.insert(shared.clone(), Vec::new());
         shared
     }

@@ -47,14 +47,7 @@ impl Socket {
     /// started without blocking; the socket becomes *writable* when it is
     /// established or has failed.
     pub async fn connect(addr: SocketAddr) -> anyhow::Result<Socket> {
-        let event_loop = get_running_loop();
-        let mut stream = TcpStream::connect(addr)?;
-        let token = event_loop.register(&mut stream)?;
-        let socket = Socket {
-            stream,
-            token,
-            event_loop,
-        };
+        let socket = Socket::start_connect(addr)?;
         loop {
             socket.wait(Direction::Write).await?;
             // Writable means "done", not "succeeded": the outcome is the
@@ -72,6 +65,18 @@ impl Socket {
         }
     }
     // ANCHOR_END: connect
+
+    /// Start a non-blocking connect and register the socket with the loop.
+    fn start_connect(addr: SocketAddr) -> io::Result<Socket> {
+        let event_loop = get_running_loop();
+        let mut stream = TcpStream::connect(addr)?;
+        let token = event_loop.register(&mut stream)?;
+        Ok(Socket {
+            stream,
+            token,
+            event_loop,
+        })
+    }
 
     // ANCHOR: write_all
     /// Send all of `data`: asyncio's `sock_sendall`. A write may take only
