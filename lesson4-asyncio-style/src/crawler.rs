@@ -35,6 +35,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::Instant;
 
+use anyhow::Context;
 use shared::links::{normalize_root, UrlPolicy};
 use shared::log::Log;
 use shared::page::{analyze, Analysis};
@@ -89,7 +90,9 @@ impl Crawler {
     pub fn new(config: &Config) -> anyhow::Result<Crawler> {
         let mut roots: Vec<Url> = Vec::new();
         for root in &config.roots {
-            let url = normalize_root(root).map_err(anyhow::Error::msg)?;
+            let url = normalize_root(root)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("bad root URL {root:?}"))?;
             if !roots.contains(&url) {
                 roots.push(url);
             }
@@ -119,6 +122,7 @@ impl Crawler {
         // the policy.
         for root in &crawler.roots {
             crawler.add_url(root.clone(), crawler.max_redirect);
+            crawler.log.debug(format_args!("queue {root}"));
         }
         Ok(crawler)
     }
@@ -141,7 +145,7 @@ impl Crawler {
         for worker in workers {
             if let Err(err) = worker.await {
                 if !is_cancelled(&err) {
-                    self.log.error(format!("worker failed: {err:#}"));
+                    self.log.error(format_args!("worker failed: {err:#}"));
                 }
             }
         }
@@ -176,16 +180,18 @@ impl Crawler {
             match attempt {
                 Ok(response) => {
                     if tries > 1 {
-                        self.log.info(format!("try {tries} for {url} success"));
+                        self.log.info(format_args!("try {tries} for {url} success"));
                     }
                     break response;
                 }
                 Err(err) if is_cancelled(&err) => return Err(err),
                 Err(err) => {
                     let err = FetchError::from_anyhow(&err);
-                    self.log.info(format!("try {tries} for {url} raised {err}"));
+                    self.log
+                        .info(format_args!("try {tries} for {url} raised {err}"));
                     if tries >= self.max_tries || !err.kind.is_retryable() {
-                        self.log.error(format!("{url} failed after {tries} tries"));
+                        self.log
+                            .error(format_args!("{url} failed after {tries} tries"));
                         self.record_statistic(FetchStatistic::failed(url.as_str(), err));
                         return Ok(());
                     }
@@ -201,23 +207,28 @@ impl Crawler {
         // The body may be megabytes; the links are all we need of it now.
         drop(response);
         if stat.error.is_some() {
-            self.log.error(format!("{url} failed after {tries} tries"));
+            self.log
+                .error(format_args!("{url} failed after {tries} tries"));
         }
 
         if let Some(next_url) = redirect {
             self.record_statistic(stat);
             if self.seen_urls.borrow().contains(next_url.as_str()) {
                 // We have been down this path before.
-                self.log.debug(format!("{next_url}: already seen"));
+                self.log.debug(format_args!(
+                    "skip redirect {next_url} from {url}: already seen"
+                ));
             } else if max_redirect > 0 {
-                self.log.info(format!("redirect to {next_url} from {url}"));
+                self.log
+                    .info(format_args!("redirect to {next_url} from {url}"));
                 self.add_url(next_url, max_redirect - 1);
             } else {
-                self.log
-                    .error(format!("redirect limit reached for {next_url} from {url}"));
+                self.log.error(format_args!(
+                    "redirect limit reached for {next_url} from {url}"
+                ));
             }
         } else {
-            stat.num_new_urls = self.add_links(links);
+            stat.num_new_urls = self.add_links(url, links);
             self.record_statistic(stat);
         }
         Ok(())
@@ -225,13 +236,15 @@ impl Crawler {
     // ANCHOR_END: fetch
 
     // ANCHOR: add_links
-    /// Queue the links not seen before; how many that was (`NEW`).
-    fn add_links(&self, links: Vec<Url>) -> usize {
+    /// Queue the links of `page` not seen before; how many that was (`NEW`).
+    fn add_links(&self, page: &Url, links: Vec<Url>) -> usize {
         let mut new = 0;
         for link in links {
             if self.seen_urls.borrow().contains(link.as_str()) {
-                self.log.debug(format!("{link}: already seen"));
+                self.log
+                    .debug(format_args!("skip {link} from {page}: already seen"));
             } else {
+                self.log.debug(format_args!("queue {link} from {page}"));
                 self.add_url(link, self.max_redirect);
                 new += 1;
             }
@@ -241,7 +254,6 @@ impl Crawler {
 
     /// Mark `url` seen and queue it with `max_redirect` redirects allowed.
     fn add_url(&self, url: Url, max_redirect: usize) {
-        self.log.debug(format!("queue {url}"));
         self.seen_urls.borrow_mut().insert(url.as_str().to_string());
         self.q.put_nowait((url, max_redirect));
     }

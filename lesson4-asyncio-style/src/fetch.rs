@@ -79,7 +79,7 @@ async fn get(session: &Session, url: &Url) -> anyhow::Result<Response> {
             }
             // Stale: a reused connection, and not one byte of an answer.
             Err(err) if connection.reused() && !received_any(&parser) && !is_cancelled(&err) => {
-                session.log.debug(format!(
+                session.log.debug(format_args!(
                     "{url}: pooled connection was closed ({err:#}), resending"
                 ));
                 fresh = true;
