@@ -66,6 +66,7 @@ impl PoolKey {
 /// The pool: a cheap handle (`Rc`) shared by every worker of a crawl.
 #[derive(Clone)]
 pub struct ConnectionPool {
+    /// Shared by every clone of the pool.
     inner: Rc<PoolInner>,
 }
 

@@ -80,8 +80,9 @@ pub struct Crawler {
     /// The connection pool, the deadline and the limits, shared by all
     /// workers.
     session: Session,
-    /// When the crawl started and ended, for the report.
+    /// When the crawl started, for the report.
     t0: Cell<Instant>,
+    /// When it ended (`None` while it runs).
     t1: Cell<Option<Instant>>,
 }
 
@@ -291,6 +292,7 @@ impl Crawler {
 /// Counts a fetch attempt as in flight for as long as it lives (and keeps
 /// the peak), however the attempt ends.
 struct InFlight<'a> {
+    /// Whose counter this is.
     crawler: &'a Crawler,
 }
 

@@ -110,6 +110,8 @@ impl Clock for TestClock {
 /// handle still sitting in the ready queue is skipped.
 #[derive(Clone)]
 pub struct Handle {
+    /// Shared by the ready queue (or the timers, or a socket's slot) and
+    /// by whoever may cancel it.
     inner: Rc<HandleInner>,
 }
 
@@ -291,6 +293,7 @@ pub fn run<T: 'static>(
 /// keep one, as asyncio objects keep their `_loop`.
 #[derive(Clone)]
 pub struct EventLoop {
+    /// Shared by every handle to the loop.
     inner: Rc<LoopInner>,
 }
 
@@ -806,7 +809,9 @@ enum Direction {
 /// Marks a loop as this thread's running loop for as long as it lives, and
 /// restores the previous one (if any) afterwards, even on an early return.
 struct RunningGuard {
+    /// The loop marked as running.
     event_loop: EventLoop,
+    /// The loop that was running before, put back when this one stops.
     previous: Option<EventLoop>,
 }
 

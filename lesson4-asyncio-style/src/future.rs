@@ -51,6 +51,7 @@ pub fn is_cancelled(err: &anyhow::Error) -> bool {
 /// A future: a cheap handle (`Rc`), cloned to give the producer and the
 /// consumer each their copy, as Python passes the same object around.
 pub struct Future<T> {
+    /// Shared by every clone: the producer and the consumer see one state.
     inner: Rc<FutureInner<T>>,
 }
 

@@ -26,6 +26,7 @@ use crate::future::Future;
 
 /// An unbounded FIFO queue for coroutines on one loop: a cheap handle (`Rc`).
 pub struct Queue<T> {
+    /// Shared by every clone: the crawler and each worker hold one.
     inner: Rc<QueueInner<T>>,
 }
 

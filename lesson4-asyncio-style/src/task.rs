@@ -19,8 +19,8 @@
 //! `finally`, an `except CancelledError`). A Rust coroutine cannot have an
 //! error thrown into it from outside, but it can be handed one by what it
 //! awaits. So `cancel()` marks the task and schedules a step; during that
-//! step the mark is visible to every future the loop provides ([`Future`],
-//! and through it the queue, sleeps and sockets), and the first one polled
+//! step the mark is visible to every future the runtime provides ([`Future`]
+//! and so the queue; sleeps; socket waits), and the first one polled
 //! returns `Err(Cancelled)` instead of waiting. The coroutine sees the error
 //! come out of its `.await`, exactly where Python would raise it; `?` carries
 //! it up, running destructors (Rust's `finally`) on the way, and the task
@@ -96,6 +96,8 @@ impl Wake for TaskWaker {
 /// A task: a handle (`Rc`) to a coroutine that the loop steps, and to the
 /// future that holds its outcome.
 pub struct Task<T> {
+    /// Shared with the loop's task table (until the task finishes) and
+    /// with every other handle.
     inner: Rc<TaskInner<T>>,
 }
 
