@@ -442,6 +442,9 @@ impl EventLoop {
     /// the socket code always tries the operation first and waits only after
     /// the system said `WouldBlock` — then the next edge is sure to come.
     pub fn register(&self, source: &mut impl Source) -> io::Result<Token> {
+        if self.inner.closed.get() {
+            return Err(io::Error::other("the event loop is closed"));
+        }
         let index = {
             let mut io = self.inner.io.borrow_mut();
             match self.inner.free_tokens.borrow_mut().pop() {
@@ -494,40 +497,44 @@ impl EventLoop {
     /// closed, or fails), until [`EventLoop::remove_reader`]. Replaces any
     /// reader already installed.
     pub fn add_reader(&self, token: Token, callback: impl FnMut() + 'static) -> io::Result<Handle> {
-        self.set_callback(token, Direction::Read, Some(Box::new(callback)))
-            .map(|handle| handle.unwrap_or_else(|| Handle::new(Box::new(|| {}))))
+        let handle = Handle::new(Box::new(callback));
+        self.replace_callback(token, Direction::Read, Some(handle.clone()))?;
+        Ok(handle)
     }
 
     /// Stop watching `token` for reading. Returns whether a reader was installed.
     pub fn remove_reader(&self, token: Token) -> bool {
-        matches!(self.set_callback(token, Direction::Read, None), Ok(Some(_)))
+        matches!(
+            self.replace_callback(token, Direction::Read, None),
+            Ok(Some(_))
+        )
     }
     // ANCHOR_END: add_reader
 
     /// Run `callback` whenever the socket `token` becomes writable (or
     /// fails), until [`EventLoop::remove_writer`].
     pub fn add_writer(&self, token: Token, callback: impl FnMut() + 'static) -> io::Result<Handle> {
-        self.set_callback(token, Direction::Write, Some(Box::new(callback)))
-            .map(|handle| handle.unwrap_or_else(|| Handle::new(Box::new(|| {}))))
+        let handle = Handle::new(Box::new(callback));
+        self.replace_callback(token, Direction::Write, Some(handle.clone()))?;
+        Ok(handle)
     }
 
     /// Stop watching `token` for writing. Returns whether a writer was installed.
     pub fn remove_writer(&self, token: Token) -> bool {
         matches!(
-            self.set_callback(token, Direction::Write, None),
+            self.replace_callback(token, Direction::Write, None),
             Ok(Some(_))
         )
     }
 
-    /// Install (`Some`) or remove (`None`) the reader or writer of `token`.
-    /// Returns the new handle when installing, the removed one when removing.
-    fn set_callback(
+    /// Put `new` in the reader or writer place of `token`'s slot; the handle
+    /// that was there, if any, is cancelled and returned.
+    fn replace_callback(
         &self,
         token: Token,
         direction: Direction,
-        callback: Option<Box<dyn FnMut()>>,
+        new: Option<Handle>,
     ) -> io::Result<Option<Handle>> {
-        let new = callback.map(Handle::new);
         let old = {
             let mut io = self.inner.io.borrow_mut();
             let slot = match io.get_mut(token.0) {
@@ -543,14 +550,14 @@ impl EventLoop {
                 Direction::Read => &mut slot.reader,
                 Direction::Write => &mut slot.writer,
             };
-            std::mem::replace(place, new.clone())
+            std::mem::replace(place, new)
         };
-        // Cancelled outside the borrow: dropping the old callback may drop a
-        // future whose destructor calls back into the loop.
+        // Cancelled outside the borrow: dropping the old callback may drop
+        // something whose destructor calls back into the loop.
         if let Some(old) = &old {
             old.cancel();
         }
-        Ok(if new.is_some() { new } else { old })
+        Ok(old)
     }
 
     /// A new pending future bound to this loop: asyncio's `create_future`.
@@ -572,6 +579,9 @@ impl EventLoop {
     /// allows), queue the callbacks of ready sockets and expired timers, then
     /// run the callbacks that are queued *now*.
     pub fn run_once(&self) -> io::Result<()> {
+        // Called on its own (tests do), the loop is "running" for one turn,
+        // so that coroutines it steps find it with `get_running_loop`.
+        let _running = (!self.inner.running.get()).then(|| RunningGuard::enter(self));
         let inner = &self.inner;
         let timeout = if !inner.ready.borrow().is_empty() || inner.stopping.get() {
             Some(Duration::ZERO)
@@ -715,12 +725,16 @@ impl EventLoop {
         // of what it holds may call back into the loop (a socket deregisters
         // itself), and must not find a `RefCell` borrowed.
         let tasks = std::mem::take(&mut *self.inner.tasks.borrow_mut());
+        for task in tasks.values() {
+            task.abandon();
+        }
         drop(tasks);
         let ready = std::mem::take(&mut *self.inner.ready.borrow_mut());
         drop(ready);
         let timers = std::mem::take(&mut *self.inner.timers.borrow_mut());
         drop(timers);
         let io = std::mem::take(&mut *self.inner.io.borrow_mut());
+        self.inner.free_tokens.borrow_mut().clear();
         drop(io);
     }
 

@@ -49,6 +49,9 @@ pub(crate) trait Step {
     fn step(self: Rc<Self>);
     /// Schedule a `step` with `call_soon`, unless one is already scheduled.
     fn schedule(self: Rc<Self>);
+    /// The loop is closing: drop the coroutine (running its destructors),
+    /// even if someone still holds the task.
+    fn abandon(&self);
 }
 
 thread_local! {
@@ -212,6 +215,11 @@ impl<T: 'static> Step for TaskInner<T> {
         }
         let event_loop = self.event_loop.clone();
         event_loop.call_soon(move || self.step());
+    }
+
+    fn abandon(&self) {
+        let coro = self.coro.borrow_mut().take();
+        drop(coro);
     }
 
     // ANCHOR: step

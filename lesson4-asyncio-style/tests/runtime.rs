@@ -581,3 +581,61 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
     event_loop.close();
     drop(listener);
 }
+
+#[test]
+fn a_reader_runs_when_its_socket_is_readable_until_removed() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let event_loop = EventLoop::new().unwrap();
+    let mut stream = mio::net::TcpStream::connect(addr).unwrap();
+    let token = event_loop.register(&mut stream).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+
+    let runs = Rc::new(Cell::new(0));
+    let (count, lp) = (runs.clone(), event_loop.clone());
+    event_loop
+        .add_reader(token, move || {
+            count.set(count.get() + 1);
+            lp.stop();
+        })
+        .unwrap();
+    server.write_all(b"ping").unwrap();
+    event_loop.run_forever().unwrap();
+    assert_eq!(runs.get(), 1);
+
+    assert!(event_loop.remove_reader(token));
+    assert!(!event_loop.remove_reader(token));
+    // New bytes, no reader: nothing runs (a timer ends the turn instead).
+    server.write_all(b"pong").unwrap();
+    let lp = event_loop.clone();
+    event_loop.call_later(Duration::from_millis(50), move || lp.stop());
+    event_loop.run_forever().unwrap();
+    assert_eq!(runs.get(), 1);
+
+    event_loop.deregister(&mut stream, token);
+    assert!(event_loop.add_reader(token, || {}).is_err());
+    event_loop.close();
+}
+
+#[test]
+fn close_drops_pending_tasks_and_refuses_new_work() {
+    let (event_loop, _clock) = test_loop();
+    let cleaned = Rc::new(Cell::new(false));
+    let clean = cleaned.clone();
+    let task = event_loop.create_task(async move {
+        let _finally = Cleanup(clean);
+        sleep(Duration::from_secs(3600)).await
+    });
+    event_loop.run_once().unwrap();
+    assert!(!task.done());
+    event_loop.close();
+    // The suspended coroutine was dropped, and its cleanup ran.
+    assert!(cleaned.get());
+    assert_eq!(event_loop.pending_tasks(), 0);
+    assert_eq!(event_loop.pending_timers(), 0);
+    let ran = Rc::new(Cell::new(false));
+    let flag = ran.clone();
+    assert!(event_loop.call_soon(move || flag.set(true)).cancelled());
+    assert!(event_loop.run_forever().is_err());
+    assert!(!ran.get());
+}
