@@ -117,6 +117,16 @@ impl Connection {
     }
 }
 
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("key", &self.key)
+            .field("reused", &self.reused)
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {

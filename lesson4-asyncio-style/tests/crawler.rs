@@ -395,3 +395,26 @@ fn a_root_that_does_not_parse_is_an_error() {
     config.log = Log::capture(Level::Debug);
     assert!(crawl(&config).is_err());
 }
+
+#[test]
+fn a_connection_the_server_closes_is_not_reused() {
+    // One worker: / then /a share a connection; /a's answer says
+    // `Connection: close`, so /b needs a new one.
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a>"#)
+            .route(
+                "/a",
+                Route::html(r#"<a href="/b">b</a>"#).header("Connection", "close"),
+            )
+            .page("/b", "b"),
+    );
+    let mut config = config(&server, "/");
+    config.max_tasks = 1;
+    let report = run(&config);
+    assert_eq!(report.urls(), urls(&server, &["/", "/a", "/b"]));
+    assert_eq!(server.connections(), 2);
+    assert!(report.stats.iter().all(|s| s.error.is_none()));
+    // Not reused and found stale: never reused at all.
+    assert!(!config.log.lines().iter().any(|l| l.contains("resending")));
+}
