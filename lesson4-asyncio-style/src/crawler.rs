@@ -207,6 +207,9 @@ impl Crawler {
         } = analyze(url, &response, &self.policy, &self.log);
         // The body may be megabytes; the links are all we need of it now.
         drop(response);
+        // A response can still end in failure (a redirect without
+        // `Location`): it is not retried — the server would say the same
+        // again — but it is a failure, and gets the failure's error line.
         if stat.error.is_some() {
             self.log
                 .error(format_args!("{url} failed after {tries} tries"));
