@@ -332,11 +332,7 @@ impl ResponseParser {
             return Err(err);
         }
         self.received |= !data.is_empty();
-        match self.advance(data) {
-            Ok(None) => Ok(None),
-            Ok(Some(response)) => Ok(Some(response)),
-            Err(err) => Err(self.fail(err)),
-        }
+        self.advance(data).map_err(|err| self.fail(err))
     }
 
     /// The peer closed the connection. Completes a close-delimited body;
@@ -391,7 +387,8 @@ impl ResponseParser {
     }
 
     /// Run the state machine over `input`. Each step consumes a prefix of
-    /// `input` and may change state; a step never looks at bytes twice.
+    /// `input` and may change state; no step goes back over bytes an earlier
+    /// read delivered (but for the head search's three bytes of overlap).
     fn advance(&mut self, mut input: &[u8]) -> Result<Option<Response>, FetchError> {
         loop {
             if let State::Complete = self.state {
