@@ -15,7 +15,7 @@
 //! done, `join` returns, and `crawl()` **cancels** the workers, which are all
 //! suspended in `q.get()` by then.
 //!
-//! What the full crawler adds over lessons 1–3, all in [`Crawler::fetch`]:
+//! What the full crawler adds over lessons 1–3, all in `Crawler::fetch`:
 //!
 //! - **retries**: a network failure (a retryable [`shared::FailKind`]) is
 //!   tried again, up to `--max-tries` attempts, each with its own deadline;

@@ -1,7 +1,8 @@
 //! # The event loop: asyncio's `BaseEventLoop`, on one thread
 //!
-//! Lesson 3's loop did one job: wait on `mio` and step the task whose socket
-//! became ready. This loop is the one asyncio has. Everything it runs is a
+//! Lesson 3's loop did one main job: wait on `mio` and step the tasks that
+//! were woken, from a ready queue of task ids (with timers on the side).
+//! This loop is the one asyncio has. Everything it runs is a
 //! [`Handle`] — a callback in a box — and it keeps three sources of them:
 //!
 //! - the **ready queue** (`call_soon`): callbacks to run on the next turn;

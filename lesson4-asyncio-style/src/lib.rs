@@ -3,8 +3,9 @@
 //! Lesson 3 ended with `async fn fetch` driven by the lesson's own `Task`,
 //! `Future` and a loop over `mio`: coroutines that read like blocking code.
 //! But the crawler around them was still lesson 2's shape — a fetch started
-//! for every link the moment it was found — and the runtime knew only how to
-//! wait for sockets.
+//! for every link the moment it was found — and the runtime only stepped
+//! tasks: its futures could not fail, its tasks could not be awaited or
+//! cancelled.
 //!
 //! This lesson grows that runtime into a small **asyncio**, module by module
 //! with asyncio's names, and then writes the original chapter's crawler on
@@ -15,7 +16,7 @@
 //! What changed since lesson 3:
 //!
 //! - the loop runs **handles** — callbacks — from a ready queue, timers and
-//!   socket readiness, instead of stepping tasks directly;
+//!   socket readiness; a task's step is one callback among others;
 //! - `Future` holds a result *or an error*, or is cancelled, and schedules
 //!   its callbacks; `Task` is a future, and can be **cancelled** at its
 //!   `.await`;

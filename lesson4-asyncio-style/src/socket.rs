@@ -1,8 +1,9 @@
 //! # An async socket: `connect`, `write_all`, `read`
 //!
-//! Lesson 3's `connect` and `read` were sub-coroutines written against the
-//! lesson's own selector. Here they are asyncio's `sock_connect`,
-//! `sock_sendall` and `sock_recv`, written against the loop's public API:
+//! Lesson 3's `connect`, `send_all` and `read` were sub-coroutines written
+//! against the lesson's own loop, and `read` returned a fresh `Vec` per
+//! chunk. Here they are asyncio's `sock_connect`, `sock_sendall` and
+//! `sock_recv`, written against the loop's public API:
 //! each operation is *tried first*, and only when the system says
 //! `WouldBlock` does the coroutine install a reader or writer callback that
 //! wakes it, and wait. The callback is removed when the wait ends — also

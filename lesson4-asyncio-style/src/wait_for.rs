@@ -9,7 +9,7 @@
 //! *dropping it* is how it is cancelled: its destructors run (a waiting
 //! socket stops waiting and closes, a pooled connection is given back as
 //! closed), and it is never polled again. So `wait_for` polls the coroutine
-//! and a [`sleep`](crate::sleep::sleep) in turn, and when the sleep is over it
+//! and a [`sleep`] in turn, and when the sleep is over it
 //! returns; whoever awaited it then drops both.
 
 use std::fmt;
