@@ -128,6 +128,11 @@ impl Crawler {
         Ok(crawler)
     }
 
+    /// The roots, as normalized.
+    pub fn roots(&self) -> &[Url] {
+        &self.roots
+    }
+
     // ANCHOR: crawl
     /// Run the crawl until all work is done: start the workers, wait for
     /// the queue to be joined, cancel the workers.
@@ -280,16 +285,6 @@ impl Crawler {
             todo: self.q.unfinished_tasks(),
         }
     }
-
-    /// The roots, as normalized.
-    pub fn roots(&self) -> &[Url] {
-        &self.roots
-    }
-
-    /// Connections opened during the crawl.
-    pub fn connections_opened(&self) -> usize {
-        self.session.pool.opened_count()
-    }
 }
 
 /// Counts a fetch attempt as in flight for as long as it lives (and keeps
@@ -313,5 +308,41 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.crawler.in_flight.set(self.crawler.in_flight.get() - 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shared::{Config, Lesson};
+
+    use super::*;
+
+    #[test]
+    fn in_flight_counts_the_peak_not_the_total() {
+        let crawler = Crawler::new(&Config::new(Lesson::Four, ["http://127.0.0.1:1/"])).unwrap();
+        {
+            let _a = InFlight::enter(&crawler);
+            let _b = InFlight::enter(&crawler);
+        }
+        let _c = InFlight::enter(&crawler);
+        assert_eq!(crawler.in_flight.get(), 1);
+        assert_eq!(crawler.peak_in_flight.get(), 2);
+    }
+
+    #[test]
+    fn roots_are_normalized_deduplicated_and_queued_once() {
+        let config = Config::new(
+            Lesson::Four,
+            [
+                "127.0.0.1:1/a",
+                "http://127.0.0.1:1/a#x",
+                "http://127.0.0.1:1/b",
+            ],
+        );
+        let crawler = Crawler::new(&config).unwrap();
+        let roots: Vec<&str> = crawler.roots().iter().map(Url::as_str).collect();
+        assert_eq!(roots, ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
+        assert_eq!(crawler.q.qsize(), 2);
+        assert_eq!(crawler.seen_urls.borrow().len(), 2);
     }
 }
