@@ -160,7 +160,7 @@ fn anchor_problem(content: &str, name: &str) -> Option<String> {
             .join(", ")
     };
     match (starts.as_slice(), ends.as_slice()) {
-        ([], _) => Some(format!("no `ANCHOR: {name}` in the file")),
+        ([], _) => Some(format!("no `ANCHOR: {name}`")),
         ([_, _, ..], _) => Some(format!(
             "`ANCHOR: {name}` appears {} times (lines {}); mdBook takes only the first",
             starts.len(),

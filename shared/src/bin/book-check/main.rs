@@ -293,7 +293,7 @@ impl Checker<'_> {
                 self.included.insert(target.clone());
             }
             if let Some(what) = includes::part_problem(&content, &helper.part) {
-                let message = say(format!("{} in {}", what, self.name(&target)));
+                let message = say(format!("{}: {what}", self.name(&target)));
                 self.problem(page, helper.line, message);
             }
         }
