@@ -21,7 +21,7 @@ use url::Url;
 
 use crate::http::Response;
 use crate::links::{extract_links, UrlPolicy};
-use crate::log::{Level, Log};
+use crate::log::Log;
 use crate::stats::{parse_content_type, FailKind, FetchError, FetchStatistic};
 
 /// What one response gave.
@@ -107,16 +107,13 @@ fn analyze_page(
     // report), and the default charset, as for any 200.
     let (media_type, charset) = parse_content_type(response.header("content-type").unwrap_or(""));
     if media_type == "text/html" || media_type == "application/xml" {
-        let debug = log.enabled(Level::Debug);
         analysis.links = extract_links(&response.body, url);
         analysis.links.retain(|link| match policy.check(link) {
             Ok(()) => true,
             Err(why) => {
-                // `format_args!` builds nothing unless the line is shown;
-                // the check above skips even that on a big page at `-q`.
-                if debug {
-                    log.debug(format_args!("skip {link} from {url}: {why}"));
-                }
+                // `format_args!` formats nothing until the log decides to
+                // show the line: without `-v`, a skipped link costs no text.
+                log.debug(format_args!("skip {link} from {url}: {why}"));
                 false
             }
         });
@@ -130,6 +127,7 @@ fn analyze_page(
 mod tests {
     use super::*;
     use crate::http::ResponseParser;
+    use crate::log::Level;
     use regex::Regex;
 
     const PAGE: &str = "http://example.com/dir/page.html";
