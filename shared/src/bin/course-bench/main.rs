@@ -357,10 +357,25 @@ fn run() -> Result<()> {
         }
         "all" => {
             opts.finish()?;
-            speed::command(&ctx, Opts::new(vec!["--server".into(), "both".into()]))?;
-            memory::command(&ctx, Opts::new(Vec::new()))?;
-            fds::command(&ctx, Opts::new(Vec::new()))?;
-            chart::draw(&ctx)
+            // One part failing (say, nginx will not start) does not stop
+            // the others; the failures are listed at the end.
+            let parts: [(&str, &dyn Fn() -> Result<()>); 4] = [
+                ("speed", &|| speed::command(&ctx, Opts::new(Vec::new()))),
+                ("memory", &|| memory::command(&ctx, Opts::new(Vec::new()))),
+                ("fds", &|| fds::command(&ctx, Opts::new(Vec::new()))),
+                ("chart", &|| chart::draw(&ctx)),
+            ];
+            let mut failed = Vec::new();
+            for (name, part) in parts {
+                if let Err(e) = part() {
+                    eprintln!("course-bench: {name} failed: {e:#}");
+                    failed.push(name);
+                }
+            }
+            if !failed.is_empty() {
+                bail!("these parts failed: {}", failed.join(", "));
+            }
+            Ok(())
         }
         other => bail!("unknown command {other:?} (see --help)"),
     }
