@@ -123,17 +123,81 @@ pub struct Finished {
     pub stderr: String,
 }
 
+/// The line `spawn_timed`'s shell prints before `times`.
+const CPU_MARK: &str = "course-bench-cpu-times";
+
+impl Finished {
+    /// The CPU time (user + system) of a child started with
+    /// [`Running::spawn_timed`], from the `times` lines at the end of its
+    /// stderr: the shell's own times, then its children's (`0m1.234s
+    /// 0m0.456s`).
+    pub fn cpu(&self) -> Option<Duration> {
+        let after = self.stderr.rsplit_once(CPU_MARK)?.1;
+        let children = after.lines().filter(|l| !l.trim().is_empty()).nth(1)?;
+        let mut total = 0.0;
+        for field in children.split_whitespace() {
+            let (m, s) = field.strip_suffix('s')?.split_once('m')?;
+            total += m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?;
+        }
+        Some(Duration::from_secs_f64(total))
+    }
+
+    /// Stderr without `spawn_timed`'s `times` lines.
+    pub fn errors(&self) -> &str {
+        match self.stderr.rsplit_once(CPU_MARK) {
+            Some((before, _)) => before,
+            None => &self.stderr,
+        }
+    }
+}
+
+/// CPU time (user + system) a process has used so far, all its threads,
+/// from `/proc/PID/stat` (fields 14 and 15, in the kernel's fixed 100 ticks
+/// a second).
+pub fn cpu_of(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMM) STATE ...": the name may hold spaces, so count fields
+    // after its closing parenthesis; utime is then the 12th.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
 /// Keep at most this much of a child's stderr.
 const STDERR_KEEP: usize = 256 * 1024;
 
 impl Running {
     /// Start `bin args...` under `ulimit -n nofile`, stdout and stderr
-    /// captured, stdin closed.
+    /// captured, stdin closed. The PID is the lesson's own.
     pub fn spawn(bin: &Path, args: &[String], nofile: usize) -> Result<Running> {
+        Running::start(
+            bin,
+            args,
+            format!("ulimit -n {nofile} && exec \"$0\" \"$@\""),
+        )
+    }
+
+    /// Like [`Running::spawn`], but the shell stays to run `times` after
+    /// the lesson exits, which prints the CPU time its children used — the
+    /// lesson's user and system time, without any libc call here. See
+    /// [`Finished::cpu`]. The PID is the shell's.
+    pub fn spawn_timed(bin: &Path, args: &[String], nofile: usize) -> Result<Running> {
+        Running::start(
+            bin,
+            args,
+            format!(
+                "ulimit -n {nofile} || exit 125; \"$0\" \"$@\"; s=$?; echo {CPU_MARK} >&2; times >&2; exit $s"
+            ),
+        )
+    }
+
+    fn start(bin: &Path, args: &[String], script: String) -> Result<Running> {
         let started = Instant::now();
         let mut child = Command::new("sh")
             .arg("-c")
-            .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+            .arg(script)
             .arg(bin)
             .args(args)
             .stdin(Stdio::null())

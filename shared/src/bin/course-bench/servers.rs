@@ -191,6 +191,15 @@ impl Server {
         }
     }
 
+    /// CPU time the server has used so far (nginx: master and workers).
+    pub fn cpu(&self) -> Duration {
+        let me = self.child.id();
+        std::iter::once(me)
+            .chain(children_of(me))
+            .filter_map(|pid| crate::procs::cpu_of(&pid.to_string()))
+            .sum()
+    }
+
     /// Stop it. For nginx that means SIGTERM to the master, which stops its
     /// workers; a SIGKILL would orphan them, still holding the port. Any
     /// worker still there after a few seconds is killed by PID.

@@ -144,14 +144,19 @@ struct Contender {
     times: Vec<Duration>,
     /// Achieved concurrency reported by each correct run.
     concurrency: Vec<u64>,
+    /// CPU time (user + system) of each correct run: the crawler's, or the
+    /// bench process's for the baseline.
+    cpu: Vec<Duration>,
+    /// The server's CPU time during each correct run.
+    server_cpu: Vec<Duration>,
     /// Why a run was wrong or failed (the first such reason), and how many.
     problems: Vec<String>,
 }
 
 /// What one measurement gave.
 enum Outcome {
-    /// A correct run: wall time, and the achieved concurrency.
-    Ok(Duration, u64),
+    /// A correct run: wall time, achieved concurrency, CPU time.
+    Ok(Duration, u64, Duration),
     /// A run that finished with the wrong result, or did not finish.
     Bad(String),
 }
@@ -195,6 +200,8 @@ fn run_on(
         lesson: None,
         times: Vec::new(),
         concurrency: Vec::new(),
+        cpu: Vec::new(),
+        server_cpu: Vec::new(),
         problems: Vec::new(),
     }];
     for (n, bin) in binaries {
@@ -210,6 +217,8 @@ fn run_on(
             lesson: Some((*n, bin.clone())),
             times: Vec::new(),
             concurrency: Vec::new(),
+            cpu: Vec::new(),
+            server_cpu: Vec::new(),
             problems: Vec::new(),
         });
     }
@@ -218,18 +227,33 @@ fn run_on(
         let k = contenders.len();
         for j in 0..k {
             let c = &mut contenders[(round + j) % k];
+            let server_before = server.cpu();
             let outcome = match &c.lesson {
-                None => match baseline::fetch_all(server.addr, &paths, spec.concurrency) {
-                    Ok(f) => Outcome::Ok(f.elapsed, spec.concurrency as u64),
-                    Err(e) => Outcome::Bad(format!("{e:#}")),
-                },
+                None => {
+                    let before = procs::cpu_of("self").unwrap_or_default();
+                    match baseline::fetch_all(server.addr, &paths, spec.concurrency) {
+                        Ok(f) => {
+                            let cpu = procs::cpu_of("self").unwrap_or_default();
+                            Outcome::Ok(f.elapsed, spec.concurrency as u64, cpu - before)
+                        }
+                        Err(e) => Outcome::Bad(format!("{e:#}")),
+                    }
+                }
                 Some((n, bin)) => crawl(ctx, spec, *n, bin, &root, &expected)?,
             };
+            let server_cpu = server.cpu().saturating_sub(server_before);
             let said = match outcome {
-                Outcome::Ok(t, conc) => {
+                Outcome::Ok(t, conc, cpu) => {
                     c.times.push(t);
                     c.concurrency.push(conc);
-                    format!("{} (concurrency {conc})", secs(t))
+                    c.cpu.push(cpu);
+                    c.server_cpu.push(server_cpu);
+                    format!(
+                        "{} (concurrency {conc}, CPU {}, server CPU {})",
+                        secs(t),
+                        secs(cpu),
+                        secs(server_cpu)
+                    )
                 }
                 Outcome::Bad(why) => {
                     let line = format!("WRONG: {why}");
@@ -268,7 +292,7 @@ fn crawl(
         _ => {}
     }
     args.push(root.to_string());
-    let run = Running::spawn(bin, &args, ctx.child_nofile)?;
+    let run = Running::spawn_timed(bin, &args, ctx.child_nofile)?;
     let done = run.wait(spec.crawl_timeout);
     let Some(status) = done.status else {
         return Ok(Outcome::Bad(format!(
@@ -280,13 +304,17 @@ fn crawl(
     if let Some(why) = report.mismatch(expected) {
         return Ok(Outcome::Bad(format!(
             "{why}; {status}; stderr: {}",
-            procs::tail(&done.stderr, 300)
+            procs::tail(done.errors(), 300)
         )));
     }
     if !status.success() {
         return Ok(Outcome::Bad(format!("{status}")));
     }
-    Ok(Outcome::Ok(done.elapsed, report.concurrency.unwrap_or(0)))
+    Ok(Outcome::Ok(
+        done.elapsed,
+        report.concurrency.unwrap_or(0),
+        done.cpu().unwrap_or_default(),
+    ))
 }
 
 fn render(
@@ -338,8 +366,9 @@ fn render(
 
     let base = median(&contenders[0].times);
     md.push_str(
-        "| crawler | run as | median time | fastest – slowest | URLs/s | × baseline | achieved concurrency | result |\n\
-         |---|---|---:|---:|---:|---:|---:|---|\n",
+        "| crawler | run as | median time | fastest – slowest | URLs/s | × baseline | \
+         CPU time | server's CPU time | achieved concurrency | result |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     let mut tsv = String::from("name\tlabel\tmedian_secs\turls_per_sec\tratio\tstatus\n");
     for c in contenders {
@@ -376,9 +405,11 @@ fn render(
                 why.replace('|', "\\|").replace('\n', " ")
             ),
         };
+        let cpu = median(&c.cpu).map_or("—".to_string(), secs);
+        let server_cpu = median(&c.server_cpu).map_or("—".to_string(), secs);
         let _ = writeln!(
             md,
-            "| {} | {} | {time} | {range} | {rate} | {ratio} | {conc} | {result} |",
+            "| {} | {} | {time} | {range} | {rate} | {ratio} | {cpu} | {server_cpu} | {conc} | {result} |",
             c.label, c.how
         );
         let status = if c.problems.is_empty() { "ok" } else { "WRONG" };
@@ -398,7 +429,7 @@ fn render(
     for (n, why) in missing {
         let _ = writeln!(
             md,
-            "| lesson {n} | — | — | — | — | — | — | not measured: {} |",
+            "| lesson {n} | — | — | — | — | — | — | — | — | not measured: {} |",
             why.replace('|', "\\|").replace('\n', " ")
         );
     }
@@ -408,11 +439,14 @@ fn render(
          per crawler, the crawlers' runs alternating. Every lesson ran with `-q` under \
          `ulimit -n {}`; a run counts only if its report lists exactly the {} expected URLs. \
          The baseline opened {} connections for them (one per worker that got a URL, plus \
-         one for each connection the server closed).",
+         one for each connection the server closed). CPU time is user + system time, \
+         medians: the crawler's own (the bench process's for the baseline), and the server's \
+         during the same run; the machine has {} cores to share between them.",
         spec.runs,
         ctx.child_nofile,
         thousands(warm.responses as u64),
         thousands(warm.connections as u64),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     Table { markdown: md, tsv }
 }
