@@ -165,6 +165,23 @@ pub fn cpu_of(pid: &str) -> Option<Duration> {
     Some(Duration::from_millis((utime + stime) * 10))
 }
 
+/// How many connection attempts the kernel has dropped so far because a
+/// listening socket's accept queue was full (`ListenOverflows` in
+/// `/proc/net/netstat`; machine-wide, so other programs count too). A
+/// dropped SYN is retried by the client after a second, then three, then
+/// seven: a few of these turn a fast crawl into a slow one.
+pub fn listen_overflows() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let names = lines.next()?;
+    let values = lines.next()?;
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "ListenOverflows")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// Keep at most this much of a child's stderr.
 const STDERR_KEEP: usize = 256 * 1024;
 
@@ -344,4 +361,37 @@ pub fn proc_status(pid: u32) -> Option<ProcStatus> {
         }
     }
     Some(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_lines_give_the_childs_cpu_time() {
+        let done = Finished {
+            status: None,
+            elapsed: Duration::ZERO,
+            stdout: String::new(),
+            stderr: format!("oops\n{CPU_MARK}\n0m0.001000s 0m0.002000s\n1m1.250000s 0m0.500000s\n"),
+        };
+        assert_eq!(done.cpu(), Some(Duration::from_millis(61_750)));
+        assert_eq!(done.errors(), "oops\n");
+    }
+
+    #[test]
+    fn a_timed_child_reports_its_exit_and_cpu() {
+        let run = Running::spawn_timed(
+            Path::new("sh"),
+            &["-c".into(), "echo hi; exit 3".into()],
+            256,
+        )
+        .unwrap();
+        let done = run.wait(Duration::from_secs(20));
+        assert_eq!(done.status.and_then(|s| s.code()), Some(3));
+        assert_eq!(done.stdout, "hi\n");
+        assert!(done.cpu().is_some(), "{:?}", done.stderr);
+        assert!(cpu_of("self").is_some());
+        assert!(listen_overflows().is_some());
+    }
 }

@@ -149,6 +149,9 @@ struct Contender {
     cpu: Vec<Duration>,
     /// The server's CPU time during each correct run.
     server_cpu: Vec<Duration>,
+    /// Connection attempts dropped by a full accept queue during each
+    /// correct run.
+    overflows: Vec<u64>,
     /// Why a run was wrong or failed (the first such reason), and how many.
     problems: Vec<String>,
 }
@@ -202,6 +205,7 @@ fn run_on(
         concurrency: Vec::new(),
         cpu: Vec::new(),
         server_cpu: Vec::new(),
+        overflows: Vec::new(),
         problems: Vec::new(),
     }];
     for (n, bin) in binaries {
@@ -219,6 +223,7 @@ fn run_on(
             concurrency: Vec::new(),
             cpu: Vec::new(),
             server_cpu: Vec::new(),
+            overflows: Vec::new(),
             problems: Vec::new(),
         });
     }
@@ -228,6 +233,7 @@ fn run_on(
         for j in 0..k {
             let c = &mut contenders[(round + j) % k];
             let server_before = server.cpu();
+            let overflows_before = procs::listen_overflows().unwrap_or(0);
             let outcome = match &c.lesson {
                 None => {
                     let before = procs::cpu_of("self").unwrap_or_default();
@@ -242,14 +248,18 @@ fn run_on(
                 Some((n, bin)) => crawl(ctx, spec, *n, bin, &root, &expected)?,
             };
             let server_cpu = server.cpu().saturating_sub(server_before);
+            let overflows = procs::listen_overflows()
+                .unwrap_or(0)
+                .saturating_sub(overflows_before);
             let said = match outcome {
                 Outcome::Ok(t, conc, cpu) => {
                     c.times.push(t);
                     c.concurrency.push(conc);
                     c.cpu.push(cpu);
                     c.server_cpu.push(server_cpu);
+                    c.overflows.push(overflows);
                     format!(
-                        "{} (concurrency {conc}, CPU {}, server CPU {})",
+                        "{} (concurrency {conc}, CPU {}, server CPU {}, SYNs dropped {overflows})",
                         secs(t),
                         secs(cpu),
                         secs(server_cpu)
@@ -367,8 +377,8 @@ fn render(
     let base = median(&contenders[0].times);
     md.push_str(
         "| crawler | run as | median time | fastest – slowest | URLs/s | × baseline | \
-         CPU time | server's CPU time | achieved concurrency | result |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+         CPU time | server's CPU time | achieved concurrency | SYNs dropped | result |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     let mut tsv = String::from("name\tlabel\tmedian_secs\turls_per_sec\tratio\tstatus\n");
     for c in contenders {
@@ -407,9 +417,14 @@ fn render(
         };
         let cpu = median(&c.cpu).map_or("—".to_string(), secs);
         let server_cpu = median(&c.server_cpu).map_or("—".to_string(), secs);
+        let mut overflows = c.overflows.clone();
+        overflows.sort_unstable();
+        let overflows = overflows
+            .get(overflows.len() / 2)
+            .map_or("—".to_string(), |k| thousands(*k));
         let _ = writeln!(
             md,
-            "| {} | {} | {time} | {range} | {rate} | {ratio} | {cpu} | {server_cpu} | {conc} | {result} |",
+            "| {} | {} | {time} | {range} | {rate} | {ratio} | {cpu} | {server_cpu} | {conc} | {overflows} | {result} |",
             c.label, c.how
         );
         let status = if c.problems.is_empty() { "ok" } else { "WRONG" };
@@ -429,7 +444,7 @@ fn render(
     for (n, why) in missing {
         let _ = writeln!(
             md,
-            "| lesson {n} | — | — | — | — | — | — | — | — | not measured: {} |",
+            "| lesson {n} | — | — | — | — | — | — | — | — | — | not measured: {} |",
             why.replace('|', "\\|").replace('\n', " ")
         );
     }
@@ -441,7 +456,10 @@ fn render(
          The baseline opened {} connections for them (one per worker that got a URL, plus \
          one for each connection the server closed). CPU time is user + system time, \
          medians: the crawler's own (the bench process's for the baseline), and the server's \
-         during the same run; the machine has {} cores to share between them.",
+         during the same run; the machine has {} cores to share between them. *SYNs \
+         dropped* is the median growth of the kernel's `ListenOverflows` counter during a \
+         run: connection attempts refused because the server's accept queue was full, each \
+         retried by the client a second later (the counter is machine-wide).",
         spec.runs,
         ctx.child_nofile,
         thousands(warm.responses as u64),
