@@ -33,6 +33,10 @@ pub struct Fetched {
     /// TCP connections opened (more than the concurrency only if the server
     /// closed some).
     pub connections: usize,
+    /// Requests that failed once and were sent again on a new connection,
+    /// with the first such error: a healthy run has none.
+    pub retries: usize,
+    pub first_retry_error: Option<String>,
 }
 
 /// One worker's tally.
@@ -42,6 +46,8 @@ struct Tally {
     body_bytes: u64,
     statuses: BTreeMap<u16, usize>,
     connections: usize,
+    retries: usize,
+    first_retry_error: Option<String>,
 }
 
 /// Fetch every path in `paths` from `addr` with `concurrency` keep-alive
@@ -71,6 +77,8 @@ pub fn fetch_all(
                 total.responses += t.responses;
                 total.body_bytes += t.body_bytes;
                 total.connections += t.connections;
+                total.retries += t.retries;
+                total.first_retry_error = total.first_retry_error.or(t.first_retry_error);
                 for (s, n) in t.statuses {
                     *total.statuses.entry(s).or_default() += n;
                 }
@@ -96,6 +104,8 @@ pub fn fetch_all(
         body_bytes: total.body_bytes,
         statuses: total.statuses,
         connections: total.connections,
+        retries: total.retries,
+        first_retry_error: total.first_retry_error,
     })
 }
 
@@ -131,7 +141,13 @@ fn worker(addr: SocketAddr, host: &str, paths: &[String], next: &AtomicUsize) ->
                 }
                 // A kept-alive connection the server closed: once more on a
                 // fresh one, as any HTTP client does.
-                Err(_) if tries == 1 => conn = None,
+                Err(e) if tries == 1 => {
+                    tally.retries += 1;
+                    if tally.first_retry_error.is_none() {
+                        tally.first_retry_error = Some(format!("{path}: {e}"));
+                    }
+                    conn = None;
+                }
                 Err(e) => return Err(e),
             }
         }

@@ -226,6 +226,17 @@ impl Server {
             let _ = self.child.wait();
         }
         if let Some(prefix) = self.prefix.take() {
+            // Anything nginx complained about (descriptors, connections)
+            // explains odd figures, so it is shown before the log goes.
+            let log = std::fs::read_to_string(prefix.join("error.log")).unwrap_or_default();
+            let problems: Vec<&str> = log.lines().filter(|l| !l.contains("[notice]")).collect();
+            if !problems.is_empty() {
+                eprintln!(
+                    "  nginx's error log ({} lines):\n{}",
+                    problems.len(),
+                    crate::procs::tail(&problems.join("\n"), 1500)
+                );
+            }
             let _ = std::fs::remove_dir_all(prefix);
         }
     }
@@ -292,11 +303,14 @@ http {{
     }}
     default_type application/octet-stream;
     access_log off;
+    # The generated site links to missing pages on purpose.
+    log_not_found off;
     sendfile on;
     tcp_nodelay on;
     keepalive_requests 100000;
     keepalive_timeout 75s;
-    open_file_cache max=100000 inactive=60s;
+    # No open_file_cache: a cache larger than the descriptor limit makes
+    # nginx answer 500 once the site has more files than descriptors.
     # A relative Location, as the course's serve sends.
     absolute_redirect off;
     client_body_temp_path {p}/tmp/body;

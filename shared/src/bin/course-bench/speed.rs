@@ -240,6 +240,13 @@ fn run_on(
                     match baseline::fetch_all(server.addr, &paths, spec.concurrency) {
                         Ok(f) => {
                             let cpu = procs::cpu_of("self").unwrap_or_default();
+                            if f.retries > 0 {
+                                eprintln!(
+                                    "  baseline: {} requests retried on a new connection, first: {}",
+                                    f.retries,
+                                    f.first_retry_error.as_deref().unwrap_or("?")
+                                );
+                            }
                             Outcome::Ok(f.elapsed, spec.concurrency as u64, cpu - before)
                         }
                         Err(e) => Outcome::Bad(format!("{e:#}")),
@@ -312,10 +319,22 @@ fn crawl(
     };
     let report = Report::parse(&done.stdout);
     if let Some(why) = report.mismatch(expected) {
-        return Ok(Outcome::Bad(format!(
-            "{why}; {status}; stderr: {}",
-            procs::tail(done.errors(), 300)
-        )));
+        // The report's failure counters usually say what went wrong.
+        let fails: Vec<String> = report
+            .stats
+            .iter()
+            .filter(|(k, _)| k.starts_with("fail") || k.starts_with("status_"))
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let mut why = format!("{why}; {status}");
+        if !fails.is_empty() {
+            why.push_str(&format!("; report counts {}", fails.join(", ")));
+        }
+        let errors = done.errors().trim();
+        if !errors.is_empty() {
+            why.push_str(&format!("; stderr: {}", procs::tail(errors, 300)));
+        }
+        return Ok(Outcome::Bad(why));
     }
     if !status.success() {
         return Ok(Outcome::Bad(format!("{status}")));
