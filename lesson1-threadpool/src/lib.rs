@@ -1,9 +1,87 @@
-//! Lesson 1 (not yet built).
+//! # Lesson 1: a crawler on a pool of threads
+//!
+//! The first of the course's four crawlers, and the most familiar model:
+//! each fetch is ordinary straight-line code on a blocking socket — connect,
+//! write, read until done — and to have several fetches in flight, we run
+//! several of them on several OS threads. `--threads N` (default 4) threads
+//! share one work queue of URLs; each takes a URL, fetches it, puts the links
+//! it has not seen before, and marks the URL done. The main thread puts the
+//! roots and waits on the queue's `join` until every URL put has been done.
+//!
+//! What the lesson teaches:
+//!
+//! - a work queue with `task_done`/`join` (Python's `queue.Queue`), built
+//!   from a `Mutex` and two `Condvar`s, and why `join` counts unfinished
+//!   tasks rather than waiting for an empty queue;
+//! - a thread pool whose threads *end*: the queue is shut down, blocked
+//!   `get`s return `None`, and every thread is joined — and a panic in one
+//!   of them cannot leave the main thread waiting forever;
+//! - the lock around the seen-set, and the race it prevents: "is it new?"
+//!   and "mark it seen" must be one step;
+//! - blocking sockets with a deadline for the whole fetch, which a per-call
+//!   socket timeout alone does not give;
+//! - what a thread costs (`examples/thread_cost.rs`), which is why the next
+//!   three lessons do without one thread per fetch.
+//!
+//! This is the first lesson, so nothing changed since a previous one. What
+//! lesson 2 changes: the threads go, and one thread waits on many
+//! non-blocking sockets at once, with callbacks.
+//!
+//! | file | concept |
+//! |---|---|
+//! | `lib.rs` | `crawl`: start the pool, put the roots, `join`, report |
+//! | `crawler.rs` | the state all threads share; the seen-set and its lock; counting fetches in flight |
+//! | `fetch.rs` | one URL on a blocking `TcpStream`, with a deadline for the whole fetch |
+//! | `queue.rs` | `Queue`: `put`, blocking `get`, `task_done`, `join`, `shutdown` from `Mutex` + `Condvar` |
+//! | `pool.rs` | `ThreadPool`: `n` threads looping over the queue; ending them; surviving a panic |
+//! | `examples/thread_cost.rs` | measuring what an idle thread costs in memory |
 
+pub mod crawler;
+pub mod fetch;
+pub mod pool;
+pub mod queue;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
 use shared::{Config, CrawlReport};
 
-/// Crawl from `config.roots` and report every URL reached.
+use crate::crawler::Crawler;
+use crate::pool::ThreadPool;
+
+/// The most threads a crawl may start. Well below where Linux stops a
+/// process from mapping more thread stacks (about 16,000 with the default
+/// `vm.max_map_count`) — and past that point Rust's runtime does not return
+/// an error from `spawn`, it aborts the process (see the chapter, "What a
+/// thread costs").
+pub const MAX_THREADS: usize = 10_000;
+
+// ANCHOR: crawl
+/// Crawl from `config.roots` with `config.threads` threads and report every
+/// URL reached.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
-    let _ = config;
-    anyhow::bail!("lesson 1 is not yet built")
+    let started = Instant::now();
+    anyhow::ensure!(
+        (1..=MAX_THREADS).contains(&config.threads),
+        "--threads must be between 1 and {MAX_THREADS}"
+    );
+    // The threads may outlive this stack frame as far as the compiler can
+    // tell, so what they share is reference-counted rather than borrowed.
+    let crawler = Arc::new(Crawler::new(config)?);
+    let pool = {
+        let crawler = Arc::clone(&crawler);
+        ThreadPool::new(config.threads, move |urls_todo, url| {
+            crawler.fetch(urls_todo, url)
+        })
+        .context("cannot start the fetcher threads")?
+    };
+    for root in crawler.roots() {
+        pool.add_task(root.clone())?;
+    }
+    // Sleeps until every URL put — the roots, and every link the threads
+    // put — has been marked done; then ends and joins the threads.
+    pool.wait_completion()?;
+    Ok(crawler.report(started.elapsed(), config.threads))
 }
+// ANCHOR_END: crawl

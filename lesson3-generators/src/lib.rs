@@ -1,9 +1,90 @@
-//! Lesson 3 (not yet built).
+//! # Lesson 3: coroutines — the callback crawler, written top to bottom again
+//!
+//! Lesson 2 made one thread wait for thousands of sockets, and paid for it in
+//! the code: each fetch was torn into callbacks, its local variables moved
+//! into a struct, and an error knew only the callback it happened in. This
+//! lesson keeps lesson 2's engine — one thread, non-blocking sockets, the
+//! same `mio` event loop — and gets back code that reads like lesson 1's:
+//! `Fetcher::fetch` is one function that connects, writes, and reads the
+//! response in that order, stopping at each `.await` while its socket is not
+//! ready. It is the tutorial's third crawler, built on generators, `Future`,
+//! `Task` and `yield from`.
+//!
+//! Stable Rust has no `yield`, so the lesson takes two steps:
+//!
+//! 1. **A generator by hand.** `generator.rs` writes the tutorial's
+//!    generators as explicit state machines — the frame a struct, the
+//!    suspension point an enum variant, `send` a method — and
+//!    `fetch_by_hand.rs` writes the crawler's fetch the same way.
+//! 2. **`async fn` is the compiler writing that state machine.** `fetch.rs`
+//!    is the same fetch as an `async fn` composed of sub-coroutines
+//!    (`connect`, `read`, `read_all`), driven by the lesson's own `Future`
+//!    (`future.rs`) and `Task` (`task.rs`, wakers from `std::task::Wake`) on
+//!    the event loop. No executor crate.
+//!
+//! What changed since lesson 2: `event_loop.rs` steps tasks from a ready
+//! queue instead of running `call_soon` callbacks, its readiness callbacks
+//! only resolve futures, and it offers `sleep` (a timer as a future);
+//! `fetch.rs` is one coroutine instead of five callbacks, and its errors
+//! carry context (`fetching URL: reading response: connection reset`);
+//! `crawler.rs` starts a task per URL whose coroutine is `fetch().await`
+//! followed by lesson 2's `fetched`. The crawl-wide state, the stop rule
+//! (`urls_todo` empty) and the socket budget are lesson 2's.
+//!
+//! | file | concept |
+//! |---|---|
+//! | `generator.rs` | `Coroutine::resume`, the tutorial's generators (`fib`, `gen_fn`, `yield from`) as hand-written state machines |
+//! | `future.rs` | `Future`: a result slot and done-callbacks, awaitable (`.await` as `yield from`); `race` |
+//! | `task.rs` | `Task`: steps a coroutine; its waker schedules the next step on the loop's ready queue |
+//! | `event_loop.rs` | lesson 2's loop over `mio::Poll`, now stepping woken tasks; `create_task`, `sleep`, `close` |
+//! | `fetch_by_hand.rs` | the fetch as an explicit state machine (connecting → sending → reading → done) |
+//! | `fetch.rs` | the fetch as an `async fn`: `connect`, `send_all`, `read`, `read_all`, the deadline as a race, errors with context |
+//! | `crawler.rs` | lesson 2's crawl state (`seen_urls`, `urls_todo`, socket budget), a task per URL |
+//! | `examples/memory_per_fetch.rs` | the size of a fetch's coroutine, and the memory of N fetches in flight in lessons 1, 2 and 3 |
 
+pub mod crawler;
+pub mod event_loop;
+pub mod fetch;
+pub mod fetch_by_hand;
+pub mod future;
+pub mod generator;
+pub mod task;
+
+use std::time::Instant;
+
+use anyhow::Context;
 use shared::{Config, CrawlReport};
 
-/// Crawl from `config.roots` and report every URL reached.
+use crate::crawler::Crawler;
+use crate::event_loop::EventLoop;
+
+// ANCHOR: crawl
+/// Crawl from `config.roots` on one thread and report every URL reached. At
+/// most `shared::net::socket_budget()` fetches hold a socket at once.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
-    let _ = config;
-    anyhow::bail!("lesson 3 is not yet built")
+    crawl_with_budget(config, shared::net::socket_budget())
 }
+
+/// [`crawl`] with at most `socket_budget` sockets open at once (a test can
+/// set a small budget without lowering the process's open-file limit).
+pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
+    let started = Instant::now();
+    let event_loop = EventLoop::new().context("cannot create the event loop")?;
+    let crawler = Crawler::new(config, socket_budget)?;
+    {
+        let mut crawler = crawler.borrow_mut();
+        for root in crawler.roots().to_vec() {
+            crawler.fetch(&event_loop, root);
+        }
+    }
+    // Steps every task until the last one's `fetched` finds `urls_todo`
+    // empty and stops the loop.
+    let ran = event_loop.run().context("the event loop failed");
+    // Tasks hold the loop; drop whatever is left so the loop (and any socket
+    // still open) is freed, even when `run` failed.
+    event_loop.close();
+    ran?;
+    let report = crawler.borrow_mut().report(started.elapsed());
+    Ok(report)
+}
+// ANCHOR_END: crawl

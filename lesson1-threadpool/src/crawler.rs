@@ -1,0 +1,323 @@
+//! # The crawler: what the threads share, and the lock around the seen-set
+//!
+//! Every fetcher thread runs [`Crawler::fetch`] on the one `Crawler`: fetch
+//! a URL, find its links, queue the new ones, record how the URL ended. The
+//! crawler's state is therefore shared by all the threads at once, and each
+//! piece of it that changes sits behind a [`Mutex`]. Rust insists on that —
+//! a `HashSet` shared by threads cannot be changed without a lock; the
+//! program would not compile — but the compiler cannot tell *how much* work
+//! must happen under one lock. That is this file's lesson:
+//!
+//! "Is this link new?" and "mark it seen, queue it" must be **one step**.
+//! Taken as two (two lockings, or a check made earlier and acted on later),
+//! two threads that found the same link both see it as new, and both queue
+//! it: the page is fetched twice, reported twice, and counted as new on two
+//! pages. [`Crawler::add_urls`] does the check and the change in one
+//! `HashSet::insert` under one locking, and puts the new URLs on the queue
+//! before it lets go.
+//!
+//! The other shared pieces — the finished statistics and the count of
+//! fetches in flight — each have a lock of their own, held for a line or
+//! two. Nothing slow (no socket, no parsing) ever runs under a lock.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::Context;
+use shared::http::Limits;
+use shared::links::{self, UrlPolicy};
+use shared::log::{Level, Log};
+use shared::net::Resolver;
+use shared::page::{self, Analysis};
+use shared::{report, Config, CrawlReport, FetchStatistic};
+use url::Url;
+
+use crate::fetch;
+use crate::queue::Queue;
+
+// ANCHOR: crawler
+/// The crawl-wide state, shared by all the fetcher threads (behind an `Arc`).
+#[derive(Debug)]
+pub struct Crawler {
+    /// The roots, normalized and without duplicates: the first URLs queued.
+    roots: Vec<Url>,
+    /// Which links and redirect targets are followed (hosts, schemes, `--exclude`).
+    policy: UrlPolicy,
+    /// One resolver for the crawl, so each host name is looked up once,
+    /// whichever thread asks first.
+    resolver: Resolver,
+    /// `--timeout`: the deadline for each whole fetch.
+    timeout: Duration,
+    /// Response size limits, handed to each fetch's parser.
+    limits: Limits,
+    /// Where the per-URL lines go. Each call writes a whole line, so the
+    /// threads' lines never interleave mid-line.
+    log: Log,
+    /// Every URL ever queued: the roots, then each link and redirect target
+    /// the first time any thread finds it. Behind a lock because every
+    /// thread reads *and* changes it; see [`Crawler::add_urls`].
+    seen_urls: Mutex<HashSet<Url>>,
+    /// One statistic per finished URL, in the order they finished.
+    done: Mutex<Vec<FetchStatistic>>,
+    /// Fetches in flight now, and the most at once.
+    in_flight: InFlight,
+}
+// ANCHOR_END: crawler
+
+impl Crawler {
+    /// The crawler for `config`: roots normalized (`http://` added where
+    /// missing, fragment dropped), duplicates removed, and all of them
+    /// already in `seen_urls` so that a link back to a root is not new.
+    pub fn new(config: &Config) -> anyhow::Result<Crawler> {
+        let mut roots: Vec<Url> = Vec::new();
+        for root in &config.roots {
+            let url = links::normalize_root(root)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("bad root URL {root:?}"))?;
+            if !roots.contains(&url) {
+                roots.push(url);
+            }
+        }
+        Ok(Crawler {
+            policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
+            seen_urls: Mutex::new(roots.iter().cloned().collect()),
+            roots,
+            resolver: Resolver::new(),
+            timeout: config.timeout,
+            limits: config.limits,
+            log: config.log.clone(),
+            done: Mutex::new(Vec::new()),
+            in_flight: InFlight::default(),
+        })
+    }
+
+    /// The roots, for the main thread to queue.
+    pub fn roots(&self) -> &[Url] {
+        &self.roots
+    }
+
+    // ANCHOR: fetch
+    /// One URL, start to finish: what a fetcher thread does with each URL it
+    /// takes from `urls_todo`. Runs on many threads at once.
+    pub fn fetch(&self, urls_todo: &Queue<Url>, url: Url) {
+        // The slow part — network and parsing — holds no lock.
+        let stat = match fetch::get(
+            &url,
+            &self.resolver,
+            self.timeout,
+            self.limits,
+            &self.in_flight,
+        ) {
+            Err(error) => FetchStatistic::failed(url.as_str(), error),
+            Ok(response) => {
+                let Analysis {
+                    mut stat,
+                    links,
+                    redirect,
+                } = page::analyze(&url, &response, &self.policy, &self.log);
+                let is_new = self.add_urls(urls_todo, &links);
+                stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
+                self.log_queued(&url, &links, &is_new);
+                if let Some(next) = redirect {
+                    // A redirect target is queued like a link: lesson 1
+                    // keeps no count of how long a chain has become.
+                    if self.add_urls(urls_todo, std::slice::from_ref(&next))[0] {
+                        self.log.info(format_args!("redirect to {next} from {url}"));
+                    } else {
+                        self.log.debug(format_args!(
+                            "skip redirect {next} from {url}: already seen"
+                        ));
+                    }
+                }
+                stat
+            }
+        };
+        self.record_statistic(stat);
+        // Back in the pool, the guard now calls `task_done` for `url` —
+        // after its links were put, so `join` cannot see zero too early.
+    }
+    // ANCHOR_END: fetch
+
+    // ANCHOR: add_urls
+    /// Mark each of `urls` seen and queue it, unless a thread already did.
+    /// Says, for each, whether it was new: the page's `num_new_urls`.
+    fn add_urls(&self, urls_todo: &Queue<Url>, urls: &[Url]) -> Vec<bool> {
+        // Poisoned only if a thread panicked while holding it, and the crawl
+        // is then being stopped by that panic anyway (see `pool.rs`).
+        let mut seen_urls = self.seen_urls.lock().expect("seen_urls lock poisoned");
+        urls.iter()
+            .map(|url| {
+                // `insert` is the check and the change in one step, under
+                // one locking: `false` when the URL was already there. That
+                // is what makes "new" mean new to the whole crawl.
+                let is_new = seen_urls.insert(url.clone());
+                if is_new {
+                    // Queued with the lock still held, as the tutorial does.
+                    // (Queuing after the unlock would be correct too: only
+                    // the one thread whose `insert` said "new" queues it.)
+                    // `put` fails only once the queue has been shut down,
+                    // which happens while a panic is stopping the crawl.
+                    let _ = urls_todo.put(url.clone());
+                }
+                is_new
+            })
+            .collect()
+        // The lock is released here, when `seen_urls` goes out of scope.
+    }
+    // ANCHOR_END: add_urls
+
+    /// The `-v` lines for a page's links, written after the lock is released.
+    fn log_queued(&self, url: &Url, links: &[Url], is_new: &[bool]) {
+        if !self.log.enabled(Level::Debug) {
+            return;
+        }
+        for (link, &new) in links.iter().zip(is_new) {
+            if new {
+                self.log.debug(format_args!("queue {link} from {url}"));
+            } else {
+                self.log
+                    .debug(format_args!("skip {link} from {url}: already seen"));
+            }
+        }
+    }
+
+    /// Log the URL's line (the tutorial's `print(url)`) and keep its statistic.
+    fn record_statistic(&self, stat: FetchStatistic) {
+        self.log.info(report::line(&stat));
+        self.done.lock().expect("done lock poisoned").push(stat);
+    }
+
+    /// The report, once the threads have finished. `threads` is `M` on the
+    /// `Finished` line.
+    pub fn report(&self, elapsed: Duration, threads: usize) -> CrawlReport {
+        let stats = std::mem::take(&mut *self.done.lock().expect("done lock poisoned"));
+        let seen = self
+            .seen_urls
+            .lock()
+            .expect("seen_urls lock poisoned")
+            .len();
+        CrawlReport {
+            todo: seen.saturating_sub(stats.len()),
+            stats,
+            elapsed,
+            max_tasks: threads,
+            peak_in_flight: self.in_flight.peak(),
+        }
+    }
+}
+
+// ANCHOR: in_flight
+/// Counts fetches in flight, and remembers the most there ever were at once:
+/// the report's "achieved concurrency". In lesson 1 it can never exceed
+/// `--threads` — a thread does one fetch at a time.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    /// `(now, peak)`, changed together under one lock so the peak is a
+    /// count that really happened.
+    counts: Mutex<(usize, usize)>,
+}
+
+impl InFlight {
+    /// A fetch has opened its socket. It stays counted until the returned
+    /// guard is dropped, however the fetch ends.
+    pub fn start(&self) -> InFlightGuard<'_> {
+        let mut counts = self.counts.lock().expect("in-flight lock poisoned");
+        counts.0 += 1;
+        counts.1 = counts.1.max(counts.0);
+        InFlightGuard(self)
+    }
+
+    /// Fetches in flight right now.
+    pub fn now(&self) -> usize {
+        self.counts.lock().expect("in-flight lock poisoned").0
+    }
+
+    /// The most fetches that were ever in flight at once.
+    pub fn peak(&self) -> usize {
+        self.counts.lock().expect("in-flight lock poisoned").1
+    }
+}
+
+/// One fetch in flight; dropping it ends the fetch's count.
+#[derive(Debug)]
+pub struct InFlightGuard<'a>(&'a InFlight);
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        // Not `expect`: this may run while a panic unwinds, where a second
+        // panic would abort the process.
+        if let Ok(mut counts) = self.0.counts.lock() {
+            counts.0 -= 1;
+        }
+    }
+}
+// ANCHOR_END: in_flight
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+    use std::thread;
+
+    /// Eight threads offer the same 2000 URLs at the same moment, as eight
+    /// fetchers that found the same links would. Each URL must be new to
+    /// exactly one of them and be queued exactly once. A version that
+    /// checked and inserted under two separate lockings fails this only when
+    /// two threads interleave just so — rarely on one round, hence twenty.
+    #[test]
+    fn each_url_is_new_to_exactly_one_thread() {
+        const THREADS: usize = 8;
+        const URLS: usize = 2000;
+        let urls: Arc<Vec<Url>> = Arc::new(
+            (0..URLS)
+                .map(|i| Url::parse(&format!("http://h/{i}")).unwrap())
+                .collect(),
+        );
+        for _round in 0..20 {
+            let config = Config::new(shared::Lesson::One, ["http://h/"]);
+            let crawler = Arc::new(Crawler::new(&config).unwrap());
+            let urls_todo = Arc::new(Queue::new());
+            let start = Arc::new(Barrier::new(THREADS));
+            let threads: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    let (crawler, urls_todo, urls, start) = (
+                        Arc::clone(&crawler),
+                        Arc::clone(&urls_todo),
+                        Arc::clone(&urls),
+                        Arc::clone(&start),
+                    );
+                    thread::spawn(move || {
+                        start.wait();
+                        // One URL per call, so the threads interleave as
+                        // finely as the lock allows.
+                        urls.iter()
+                            .filter(|url| {
+                                crawler.add_urls(&urls_todo, std::slice::from_ref(url))[0]
+                            })
+                            .count()
+                    })
+                })
+                .collect();
+            let new_total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+            assert_eq!(new_total, URLS, "URLs that were new to some thread");
+            assert_eq!(urls_todo.qsize(), URLS, "URLs queued");
+            // And the root, seen from the start, is new to no one.
+            let root = Url::parse("http://h/").unwrap();
+            assert_eq!(crawler.add_urls(&urls_todo, &[root]), [false]);
+        }
+    }
+
+    #[test]
+    fn in_flight_counts_the_peak_not_the_total() {
+        let in_flight = InFlight::default();
+        {
+            let _a = in_flight.start();
+            let _b = in_flight.start();
+            assert_eq!(in_flight.now(), 2);
+        }
+        let _c = in_flight.start();
+        assert_eq!(in_flight.now(), 1);
+        assert_eq!(in_flight.peak(), 2);
+    }
+}

@@ -1,0 +1,322 @@
+//! # Fetching one URL with a blocking socket
+//!
+//! This is the whole network side of lesson 1, and it reads top to bottom
+//! like the recipe it is: resolve the host, connect, write the request, read
+//! until the response is complete. Every call *blocks*: `connect` returns
+//! when the handshake is done, `read` when bytes have arrived. While it
+//! waits, the thread can do nothing else — which is why the crawler needs a
+//! thread per fetch it wants in flight, and why the later lessons exist.
+//!
+//! What the tutorial's version leaves out, and a crawler cannot:
+//!
+//! - **A deadline for the whole fetch** (`--timeout`). A blocking `read`
+//!   with no timeout waits forever on a server that accepts and never
+//!   answers. A socket timeout alone is not enough either: it bounds each
+//!   `read`, so a server that drips one byte a second — each `read`
+//!   returning in time — would hold the thread for as long as it likes.
+//!   So the fetch keeps one [`Deadline`], sets the socket's timeout to the
+//!   time *remaining* before every call, and gives up when none is left.
+//! - **Every address, in order.** `localhost` often resolves to `::1` first,
+//!   and a server listening on `127.0.0.1` only refuses that one.
+//! - **Bounded memory.** The bytes go to `shared::http::ResponseParser`,
+//!   which stops a response that outgrows the limits instead of growing
+//!   without bound, and knows when the response is complete.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use shared::http::{self, Limits, Response, ResponseParser, Version};
+use shared::net::Resolver;
+use shared::{FailKind, FetchError};
+use url::Url;
+
+use crate::crawler::InFlight;
+
+/// How many bytes each `read` may return. The buffer lives on the thread's
+/// stack for the whole fetch — part of what a thread costs (see the chapter).
+const READ_CHUNK: usize = 16 * 1024;
+
+// ANCHOR: get
+/// Fetch `url`: one connection, one HTTP/1.0 request, the whole response —
+/// or the reason there is none. The fetch counts as in flight (for the
+/// report's "achieved concurrency") from the first socket to the return.
+pub fn get(
+    url: &Url,
+    resolver: &Resolver,
+    timeout: Duration,
+    limits: Limits,
+    in_flight: &InFlight,
+) -> Result<Response, FetchError> {
+    let deadline = Deadline::after(timeout);
+    // Blocks on the first lookup of each host (the C library's resolver has
+    // no timeout to give it); later lookups come from the resolver's cache.
+    // `https` is refused here, before any socket exists.
+    let addrs = resolver.resolve(url)?;
+    let _in_flight = in_flight.start();
+    let mut sock = connect(&addrs, &deadline)?;
+    send(
+        &mut sock,
+        &http::get_request(url, Version::Http10Close),
+        &deadline,
+    )?;
+    receive(&mut sock, limits, &deadline)
+    // `sock` is dropped here, closing the connection: HTTP/1.0, one
+    // request per connection.
+}
+// ANCHOR_END: get
+
+// ANCHOR: connect
+/// Connect to the first address that accepts, trying each in order.
+fn connect(addrs: &[SocketAddr], deadline: &Deadline) -> Result<TcpStream, FetchError> {
+    let mut last_error = None;
+    for addr in addrs {
+        // `connect_timeout` bounds the handshake; plain `connect` could wait
+        // minutes for a host that drops packets.
+        match TcpStream::connect_timeout(addr, deadline.remaining()?) {
+            Ok(sock) => return Ok(sock),
+            Err(err) => last_error = Some(err),
+        }
+    }
+    Err(match last_error {
+        Some(err) => deadline.error_from(&err, true),
+        None => FetchError::new(FailKind::Dns, "no address to connect to"),
+    })
+}
+// ANCHOR_END: connect
+
+/// Write all of `request`. A request is far smaller than a socket's send
+/// buffer, so this is one `write` in practice; the loop is for correctness.
+fn send(sock: &mut TcpStream, mut request: &[u8], deadline: &Deadline) -> Result<(), FetchError> {
+    while !request.is_empty() {
+        sock.set_write_timeout(Some(deadline.remaining()?))
+            .map_err(|err| deadline.error_from(&err, false))?;
+        match sock.write(request) {
+            Ok(0) => {
+                return Err(FetchError::new(
+                    FailKind::Reset,
+                    "connection closed while sending the request",
+                ))
+            }
+            Ok(n) => request = &request[n..],
+            // A signal interrupted the call before anything was written.
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(deadline.error_from(&err, false)),
+        }
+    }
+    Ok(())
+}
+
+// ANCHOR: receive
+/// Read until the parser has a complete response, the server closes the
+/// connection, or the deadline passes.
+fn receive(
+    sock: &mut TcpStream,
+    limits: Limits,
+    deadline: &Deadline,
+) -> Result<Response, FetchError> {
+    let mut parser = ResponseParser::with_limits(limits);
+    let mut buf = [0u8; READ_CHUNK];
+    loop {
+        // Before *every* read: the time left, not the whole timeout. This is
+        // also the check that stops a server dripping a byte at a time,
+        // whose reads each return long before their own timeout.
+        sock.set_read_timeout(Some(deadline.remaining()?))
+            .map_err(|err| deadline.error_from(&err, false))?;
+        let n = match sock.read(&mut buf) {
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(deadline.error_from(&err, false)),
+        };
+        if n == 0 {
+            // The server closed the connection: that ends a body sent
+            // without a length, and is an error anywhere else.
+            return parser.finish();
+        }
+        if let Some(response) = parser.feed(&buf[..n])? {
+            return Ok(response);
+        }
+    }
+}
+// ANCHOR_END: receive
+
+// ANCHOR: deadline
+/// The moment a fetch must be over by.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    /// When the time is up.
+    at: Instant,
+    /// The whole allowance, for the error message.
+    timeout: Duration,
+}
+
+impl Deadline {
+    fn after(timeout: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + timeout,
+            timeout,
+        }
+    }
+
+    /// The time left, or the `timeout` error when there is none. Never
+    /// `Ok(0)`: the socket calls reject a zero timeout (it would mean
+    /// "no timeout" to the OS, so Rust refuses it rather than wait forever).
+    fn remaining(&self) -> Result<Duration, FetchError> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.expired())
+        } else {
+            Ok(left)
+        }
+    }
+
+    fn expired(&self) -> FetchError {
+        FetchError::new(
+            FailKind::Timeout,
+            format!("timed out after {:?}", self.timeout),
+        )
+    }
+
+    /// Classify a socket error. A blocking call that ran out of time fails
+    /// with `WouldBlock` on Linux (`EAGAIN`) and `TimedOut` elsewhere; both
+    /// mean the deadline passed.
+    fn error_from(&self, err: &io::Error, connecting: bool) -> FetchError {
+        match err.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => self.expired(),
+            _ => FetchError::from_io(err, connecting),
+        }
+    }
+}
+// ANCHOR_END: deadline
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+    use std::thread;
+
+    /// A one-connection server on `127.0.0.1:0` that runs `script` on the
+    /// connection it accepts. The returned sender keeps it alive: when it is
+    /// dropped, a script waiting on `hold` returns and closes the connection.
+    fn serve_once(
+        script: impl FnOnce(TcpStream, mpsc::Receiver<()>) + Send + 'static,
+    ) -> (Url, mpsc::Sender<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let (keep_alive, hold) = mpsc::channel();
+        thread::spawn(move || {
+            if let Ok((sock, _)) = listener.accept() {
+                script(sock, hold);
+            }
+        });
+        (url, keep_alive)
+    }
+
+    fn get_with(
+        url: &Url,
+        timeout: Duration,
+        in_flight: &InFlight,
+    ) -> Result<Response, FetchError> {
+        get(url, &Resolver::new(), timeout, Limits::default(), in_flight)
+    }
+
+    #[test]
+    fn a_complete_response_comes_back_and_the_fetch_leaves_the_flight_count() {
+        let (url, _keep) = serve_once(|mut sock, _hold| {
+            let mut request = [0u8; 1024];
+            let _ = sock.read(&mut request);
+            let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>");
+        });
+        let in_flight = InFlight::default();
+        let response = get_with(&url, Duration::from_secs(10), &in_flight).unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body, b"<p>hi</p>");
+        assert_eq!(in_flight.peak(), 1);
+        assert_eq!(in_flight.now(), 0);
+    }
+
+    #[test]
+    fn a_closed_port_is_a_connect_error() {
+        let port = {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        let err = get_with(&url, Duration::from_secs(10), &InFlight::default()).unwrap_err();
+        assert_eq!(err.kind, FailKind::Connect, "{err}");
+    }
+
+    #[test]
+    fn https_is_refused_before_a_socket_is_made() {
+        let url = Url::parse("https://127.0.0.1:1/").unwrap();
+        let in_flight = InFlight::default();
+        let err = get_with(&url, Duration::from_secs(10), &in_flight).unwrap_err();
+        assert_eq!(err.kind, FailKind::Unsupported);
+        assert_eq!(err.message, "https not supported");
+        assert_eq!(in_flight.peak(), 0, "no socket, so never in flight");
+    }
+
+    #[test]
+    fn a_server_that_never_answers_is_a_timeout_by_the_deadline() {
+        let (url, _keep) = serve_once(|_sock, hold| {
+            // Hold the connection open, silent, until the test ends.
+            let _ = hold.recv();
+        });
+        let started = Instant::now();
+        let err = get_with(&url, Duration::from_millis(300), &InFlight::default()).unwrap_err();
+        assert_eq!(err.kind, FailKind::Timeout, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_server_that_drips_bytes_is_a_timeout_by_the_deadline() {
+        // Each byte comes well within any per-read timeout; only the
+        // deadline for the whole fetch can end this.
+        let (url, _keep) = serve_once(|mut sock, _hold| {
+            for byte in b"HTTP/1.0 200 OK\r\nX-Slow: "
+                .iter()
+                .chain([b'a'; 10_000].iter())
+                .cycle()
+            {
+                if sock.write_all(&[*byte]).is_err() {
+                    return; // the client gave up and closed: done
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let started = Instant::now();
+        let err = get_with(&url, Duration::from_millis(500), &InFlight::default()).unwrap_err();
+        assert_eq!(err.kind, FailKind::Timeout, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_connection_closed_mid_body_is_a_reset() {
+        let (url, _keep) = serve_once(|mut sock, _hold| {
+            let mut request = [0u8; 1024];
+            let _ = sock.read(&mut request);
+            let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
+        });
+        let err = get_with(&url, Duration::from_secs(10), &InFlight::default()).unwrap_err();
+        assert_eq!(err.kind, FailKind::Reset, "{err}");
+    }
+
+    #[test]
+    fn the_request_is_http_1_0_for_the_path() {
+        let (seen, request) = mpsc::channel();
+        let (url, _keep) = serve_once(move |mut sock, _hold| {
+            let mut buf = [0u8; 1024];
+            let n = sock.read(&mut buf).unwrap_or(0);
+            let _ = seen.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+            let _ = sock.write_all(b"HTTP/1.0 204 No Content\r\n\r\n");
+        });
+        let url = url.join("/a/b?q=1").unwrap();
+        get_with(&url, Duration::from_secs(10), &InFlight::default()).unwrap();
+        let request = request.recv().unwrap();
+        assert!(
+            request.starts_with("GET /a/b?q=1 HTTP/1.0\r\n"),
+            "{request}"
+        );
+    }
+}

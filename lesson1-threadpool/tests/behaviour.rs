@@ -1,0 +1,1 @@
+shared::behaviour_suite!(shared::Lesson::One, lesson1_threadpool::crawl);

@@ -1,0 +1,158 @@
+//! Lesson 1's own tests: what the thread pool promises beyond the behaviour
+//! suite — `--threads` bounds the fetches in flight (and is reached), a
+//! stuck server costs one thread one timeout and no more, and the lock
+//! around the seen-set lets every URL in exactly once however many threads
+//! find it at the same moment.
+
+use std::time::{Duration, Instant};
+
+use lesson1_threadpool::crawl;
+use shared::fixtures::server::{Route, Site, TestServer};
+use shared::fixtures::sitegen::{generate, SiteSpec};
+use shared::log::{Level, Log};
+use shared::{Config, FailKind, Lesson};
+
+fn config(server: &TestServer, threads: usize) -> Config {
+    let mut config = Config::new(Lesson::One, [server.url("/")]);
+    config.log = Log::capture(Level::Info);
+    config.threads = threads;
+    config.timeout = Duration::from_secs(10);
+    config
+}
+
+/// A home page linking to `n` pages that each answer after `delay`.
+fn slow_site(n: usize, delay: Duration) -> Site {
+    let links: String = (0..n)
+        .map(|i| format!(r#"<a href="/slow/{i}">{i}</a> "#))
+        .collect();
+    (0..n).fold(Site::new().page("/", links), |site, i| {
+        site.route(&format!("/slow/{i}"), Route::html("slow").delay(delay))
+    })
+}
+
+#[test]
+fn three_threads_keep_exactly_three_requests_in_flight() {
+    let server = TestServer::start(slow_site(9, Duration::from_millis(300)));
+    let report = crawl(&config(&server, 3)).unwrap();
+    assert_eq!(report.stats.len(), 10);
+    assert_eq!(server.peak_in_flight(), 3, "the server's count");
+    assert_eq!(report.peak_in_flight, 3, "the crawler's own count");
+    assert_eq!(report.max_tasks, 3, "M on the Finished line is --threads");
+}
+
+#[test]
+fn one_thread_fetches_one_url_at_a_time() {
+    let server = TestServer::start(slow_site(3, Duration::from_millis(50)));
+    let report = crawl(&config(&server, 1)).unwrap();
+    assert_eq!(report.stats.len(), 4);
+    assert_eq!(server.peak_in_flight(), 1);
+    assert_eq!(report.peak_in_flight, 1);
+}
+
+#[test]
+fn a_stuck_server_ends_as_a_timeout_line_promptly() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/stuck">s</a> <a href="/ok">ok</a>"#)
+            .route("/stuck", Route::stall())
+            .page("/ok", "fine"),
+    );
+    let mut config = config(&server, 4);
+    config.timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let report = crawl(&config).unwrap();
+    let took = started.elapsed();
+    let stuck = server.url("/stuck");
+    let error = report.get(&stuck).and_then(|s| s.error.clone()).unwrap();
+    assert_eq!(error.kind, FailKind::Timeout);
+    let lines = config.log.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("{stuck} error "))),
+        "no error line for {stuck} in {lines:#?}"
+    );
+    assert_eq!(report.get(&server.url("/ok")).unwrap().status, Some(200));
+    // Generous: the deadline is 1 s; a hang or a per-read timeout that keeps
+    // being renewed would take far longer.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn a_server_that_drips_its_answer_ends_as_a_timeout_by_the_deadline() {
+    // A byte every 50 ms: each read returns long before any per-read
+    // timeout would fire; only the deadline for the whole fetch ends it.
+    let server = TestServer::start(Site::new().page("/", r#"<a href="/drip">d</a>"#).route(
+        "/drip",
+        Route::html("x".repeat(10_000)).drip(Duration::from_millis(50)),
+    ));
+    let mut config = config(&server, 2);
+    config.timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let report = crawl(&config).unwrap();
+    let took = started.elapsed();
+    let drip = report.get(&server.url("/drip")).unwrap();
+    assert_eq!(drip.error.as_ref().map(|e| e.kind), Some(FailKind::Timeout));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn a_generated_site_gives_exactly_the_expected_urls() {
+    let site = generate(&SiteSpec::new(200));
+    let server = TestServer::start(site.to_site());
+    let report = crawl(&config(&server, 6)).unwrap();
+    assert_eq!(report.urls(), site.expected_urls(&server.url("")));
+    assert_eq!(report.todo, 0);
+}
+
+/// Eight hub pages, fetched at the same moment by eight threads, all link
+/// to the same hundred leaves: the threads add the same links to the
+/// seen-set at about the same moments. The lock must still let each URL in
+/// once — fetched once, reported once, counted NEW on one page only. (The
+/// race itself is hammered harder, without a network, by the unit test
+/// `crawler::tests::each_url_is_new_to_exactly_one_thread`.)
+#[test]
+fn every_url_enters_the_seen_set_exactly_once() {
+    const HUBS: usize = 8;
+    const LEAVES: usize = 100;
+    let hub_links: String = (0..HUBS)
+        .map(|i| format!(r#"<a href="/hub/{i}">{i}</a> "#))
+        .collect();
+    let leaf_links: String = (0..LEAVES)
+        .map(|i| format!(r#"<a href="/leaf/{i}">{i}</a> "#))
+        .collect();
+    let mut site = Site::new().page("/", hub_links);
+    for i in 0..HUBS {
+        // The delay lines the hubs' answers up: all eight requests arrive
+        // within a moment of each other, and are answered together.
+        let hub = Route::html(leaf_links.clone()).delay(Duration::from_millis(100));
+        site = site.route(&format!("/hub/{i}"), hub);
+    }
+    for i in 0..LEAVES {
+        site = site.page(&format!("/leaf/{i}"), "leaf");
+    }
+    let server = TestServer::start(site);
+    let report = crawl(&config(&server, HUBS)).unwrap();
+    assert_eq!(report.stats.len(), 1 + HUBS + LEAVES);
+    assert_eq!(
+        report.urls().len(),
+        report.stats.len(),
+        "a URL reported twice"
+    );
+    for i in 0..LEAVES {
+        assert_eq!(server.request_count(&format!("/leaf/{i}")), 1);
+    }
+    // The root entered as a root; every other URL as a NEW link of one page.
+    let new_links: usize = report.stats.iter().map(|s| s.num_new_urls).sum();
+    assert_eq!(new_links + 1, report.stats.len());
+}
+
+#[test]
+fn a_thread_count_the_system_cannot_give_is_an_error_not_an_abort() {
+    let server = TestServer::start(Site::new().page("/", "home"));
+    for threads in [0, lesson1_threadpool::MAX_THREADS + 1] {
+        let err = crawl(&config(&server, threads)).unwrap_err().to_string();
+        assert!(err.contains("--threads must be between"), "{err}");
+    }
+    assert_eq!(server.requests_total(), 0);
+}

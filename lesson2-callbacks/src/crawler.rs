@@ -1,0 +1,348 @@
+//! # The crawler: one thread, no locks, and a fetch per link
+//!
+//! Lesson 1's crawler was shared by many threads, so everything in it that
+//! changed sat behind a `Mutex`, and the lesson was about doing "is this link
+//! new?" and "mark it seen" as one step under one lock. Here there is one
+//! thread. Callbacks run one at a time, each to its end, and nothing can
+//! interrupt one in the middle: the crawler is a plain struct, `seen_urls` a
+//! plain `HashSet`, and every callback is already "one step". The locks are
+//! gone, not because Rust relaxed — a `RefCell` still checks at run time that
+//! no two callbacks hold the crawler at once — but because the model made
+//! them unnecessary.
+//!
+//! What changed shape is the crawl itself. Lesson 1's `Crawler::fetch` did a
+//! URL from start to finish in one call. Here that call is torn in two:
+//! [`Crawler::fetch`] *starts* a [`Fetcher`] and returns at once, and
+//! [`Crawler::fetched`] runs later — it is the `Fetcher`'s `done` callback —
+//! with the response, and does what the rest of lesson 1's function did.
+//!
+//! The tutorial's two sets appear under their names: `seen_urls` (every URL
+//! ever queued) and `urls_todo` (queued and not finished). When `urls_todo`
+//! becomes empty, the crawl is over and the loop is stopped.
+//!
+//! There is no pool bounding the concurrency: like the tutorial, every new
+//! link gets its fetch at once. What bounds it is the process's open-file
+//! limit — each fetch holds a socket — so fetches beyond the socket budget
+//! wait in line (`waiting`) for another fetch to close its socket, and a
+//! "too many open files" error puts a URL back in that line instead of
+//! failing it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashSet, VecDeque};
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use anyhow::Context;
+use shared::http::Limits;
+use shared::links::{self, UrlPolicy};
+use shared::log::{Level, Log};
+use shared::net::Resolver;
+use shared::page::{self, Analysis};
+use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
+use url::Url;
+
+use crate::event_loop::EventLoop;
+use crate::fetch::{Fetched, Fetcher};
+
+// ANCHOR: crawler
+/// The crawl-wide state. One thread, so no locks: it lives in an
+/// `Rc<RefCell<_>>` that every fetch's `done` callback holds.
+#[derive(Debug)]
+pub struct Crawler {
+    /// The roots, normalized and without duplicates: the first URLs fetched.
+    roots: Vec<Url>,
+    /// Which links and redirect targets are followed (hosts, schemes, `--exclude`).
+    policy: UrlPolicy,
+    /// One resolver for the crawl, so each host name is looked up once.
+    /// Shared with every `Fetcher`, hence the `Rc`.
+    resolver: Rc<Resolver>,
+    /// `--timeout`: the deadline for each whole fetch.
+    timeout: Duration,
+    /// Response size limits, handed to each fetch's parser.
+    limits: Limits,
+    /// Where the per-URL lines go.
+    log: Log,
+    /// Every URL ever queued: the roots, then each link and redirect target
+    /// the first time a page names it. No lock: see [`Crawler::add_urls`].
+    seen_urls: HashSet<Url>,
+    /// URLs queued and not finished yet, fetching or waiting for a socket
+    /// (the tutorial's `urls_todo`). The crawl is over when it is empty.
+    urls_todo: HashSet<Url>,
+    /// One statistic per finished URL, in the order they finished.
+    done: Vec<FetchStatistic>,
+    /// Fetches in flight now, and the most at once. Shared with every
+    /// `Fetcher`, which counts itself from its first socket to its end.
+    in_flight: Rc<InFlight>,
+    /// How many fetches may hold a socket at once: the open-file limit less
+    /// a reserve. Lowered if the process runs out of descriptors anyway.
+    socket_budget: usize,
+    /// URLs waiting for a socket, first come first served.
+    waiting: VecDeque<Url>,
+    /// The `Rc` this crawler lives in, for the `done` callbacks it hands to
+    /// each `Fetcher`. `Weak`, so the crawler does not keep itself alive.
+    this: Weak<RefCell<Crawler>>,
+}
+// ANCHOR_END: crawler
+
+impl Crawler {
+    /// The crawler for `config`: roots normalized (`http://` added where
+    /// missing, fragment dropped), duplicates removed, and all of them
+    /// already in `seen_urls` so that a link back to a root is not new. At
+    /// most `socket_budget` fetches hold a socket at once.
+    pub fn new(config: &Config, socket_budget: usize) -> anyhow::Result<Rc<RefCell<Crawler>>> {
+        let mut roots: Vec<Url> = Vec::new();
+        for root in &config.roots {
+            let url = links::normalize_root(root)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("bad root URL {root:?}"))?;
+            if !roots.contains(&url) {
+                roots.push(url);
+            }
+        }
+        Ok(Rc::new_cyclic(|this| {
+            RefCell::new(Crawler {
+                policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
+                seen_urls: roots.iter().cloned().collect(),
+                roots,
+                resolver: Rc::new(Resolver::new()),
+                timeout: config.timeout,
+                limits: config.limits,
+                log: config.log.clone(),
+                urls_todo: HashSet::new(),
+                done: Vec::new(),
+                in_flight: Rc::new(InFlight::default()),
+                // Zero would make every fetch wait forever.
+                socket_budget: socket_budget.max(1),
+                waiting: VecDeque::new(),
+                this: this.clone(),
+            })
+        }))
+    }
+
+    /// The roots, for `crawl` to fetch.
+    pub fn roots(&self) -> &[Url] {
+        &self.roots
+    }
+
+    // ANCHOR: fetch
+    /// Queue `url` and start fetching it — or, when the socket budget is
+    /// spent, put it in line. Returns at once: the tutorial's
+    /// `Fetcher(url).fetch()`.
+    pub fn fetch(&mut self, event_loop: &mut EventLoop, url: Url) {
+        self.urls_todo.insert(url.clone());
+        if self.in_flight.now() < self.socket_budget && self.waiting.is_empty() {
+            self.start_fetcher(event_loop, url);
+        } else {
+            self.waiting.push_back(url);
+        }
+    }
+
+    /// Make a `Fetcher` for `url` whose `done` callback is
+    /// [`Crawler::fetched`], and start it.
+    fn start_fetcher(&mut self, event_loop: &mut EventLoop, url: Url) {
+        // `crawl` holds the crawler's `Rc` until the loop has ended, so this
+        // always succeeds while callbacks can run.
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let fetcher = Fetcher::new(
+            url.clone(),
+            Rc::clone(&self.resolver),
+            Rc::clone(&self.in_flight),
+            self.timeout,
+            self.limits,
+            move |event_loop, fetched| crawler.borrow_mut().fetched(event_loop, url, fetched),
+        );
+        fetcher.borrow_mut().fetch(event_loop);
+        // `fetcher` is dropped here, but not freed: the callbacks it gave
+        // the event loop (the socket's, the deadline's) hold it.
+    }
+
+    /// A socket was closed: start as many waiting URLs as the budget now
+    /// allows. Counted here rather than re-checking `in_flight` after each
+    /// start, because a start that fails at once (no descriptor after all)
+    /// adds nothing to `in_flight` and would let the whole line through.
+    fn fetch_waiting(&mut self, event_loop: &mut EventLoop) {
+        let free = self.socket_budget.saturating_sub(self.in_flight.now());
+        for _ in 0..free {
+            let Some(url) = self.waiting.pop_front() else {
+                break;
+            };
+            self.start_fetcher(event_loop, url);
+        }
+    }
+    // ANCHOR_END: fetch
+
+    // ANCHOR: fetched
+    /// A fetch ended: the second half of lesson 1's `Crawler::fetch`, run by
+    /// the event loop as the `Fetcher`'s `done` callback. Find the links,
+    /// start a fetch for each new one, record the URL's line — and stop the
+    /// loop when nothing is left to do.
+    fn fetched(&mut self, event_loop: &mut EventLoop, url: Url, fetched: Fetched) {
+        let stat = match fetched {
+            // No descriptor for its socket. Others are in flight, and each
+            // will close one when it ends: wait in line for that, and take
+            // the hint that the process cannot hold more sockets than it
+            // has open now.
+            Fetched::OutOfDescriptors if self.in_flight.now() > 0 => {
+                self.socket_budget = self.socket_budget.min(self.in_flight.now());
+                self.log
+                    .debug(format_args!("wait {url}: out of file descriptors"));
+                self.waiting.push_front(url);
+                return;
+            }
+            // Nothing in flight will ever free a descriptor for it.
+            Fetched::OutOfDescriptors => FetchStatistic::failed(
+                url.as_str(),
+                FetchError::new(FailKind::Connect, "too many open files"),
+            ),
+            Fetched::Done(Err(error)) => FetchStatistic::failed(url.as_str(), error),
+            Fetched::Done(Ok(response)) => {
+                let Analysis {
+                    mut stat,
+                    links,
+                    redirect,
+                } = page::analyze(&url, &response, &self.policy, &self.log);
+                let is_new = self.add_urls(event_loop, &links);
+                stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
+                self.log_queued(&url, &links, &is_new);
+                if let Some(next) = redirect {
+                    // A redirect target is queued like a link: lesson 2
+                    // keeps no count of how long a chain has become.
+                    if self.add_urls(event_loop, std::slice::from_ref(&next))[0] {
+                        self.log.info(format_args!("redirect to {next} from {url}"));
+                    } else {
+                        self.log.debug(format_args!(
+                            "skip redirect {next} from {url}: already seen"
+                        ));
+                    }
+                }
+                stat
+            }
+        };
+        self.record_statistic(stat);
+        self.urls_todo.remove(&url);
+        // Its socket is closed: a waiting URL can have it.
+        self.fetch_waiting(event_loop);
+        if self.urls_todo.is_empty() {
+            event_loop.stop();
+        }
+    }
+    // ANCHOR_END: fetched
+
+    // ANCHOR: add_urls
+    /// Mark each of `urls` seen and start fetching it, unless it was seen
+    /// before. Says, for each, whether it was new: the page's `num_new_urls`.
+    fn add_urls(&mut self, event_loop: &mut EventLoop, urls: &[Url]) -> Vec<bool> {
+        urls.iter()
+            .map(|url| {
+                // No lock: no other callback can run until this one returns,
+                // so between `insert` and `fetch` nobody can sneak in.
+                let is_new = self.seen_urls.insert(url.clone());
+                if is_new {
+                    self.fetch(event_loop, url.clone());
+                }
+                is_new
+            })
+            .collect()
+    }
+    // ANCHOR_END: add_urls
+
+    /// The `-v` lines for a page's links.
+    fn log_queued(&self, url: &Url, links: &[Url], is_new: &[bool]) {
+        if !self.log.enabled(Level::Debug) {
+            return;
+        }
+        for (link, &new) in links.iter().zip(is_new) {
+            if new {
+                self.log.debug(format_args!("queue {link} from {url}"));
+            } else {
+                self.log
+                    .debug(format_args!("skip {link} from {url}: already seen"));
+            }
+        }
+    }
+
+    /// Log the URL's line (the tutorial's `print(url)`) and keep its statistic.
+    fn record_statistic(&mut self, stat: FetchStatistic) {
+        self.log.info(report::line(&stat));
+        self.done.push(stat);
+    }
+
+    /// The report, once the loop has ended. `M` on the `Finished` line is the
+    /// achieved concurrency: lesson 2 has no `--threads` or `--max-tasks`.
+    pub fn report(&mut self, elapsed: Duration) -> CrawlReport {
+        CrawlReport {
+            todo: self.urls_todo.len(),
+            stats: std::mem::take(&mut self.done),
+            elapsed,
+            max_tasks: self.in_flight.peak(),
+            peak_in_flight: self.in_flight.peak(),
+        }
+    }
+}
+
+// ANCHOR: in_flight
+/// Counts fetches in flight, and remembers the most there ever were at once:
+/// the report's "achieved concurrency". In lesson 2 nothing but the socket
+/// budget bounds it. A fetch counts from its first socket to its end.
+///
+/// Lesson 1 needed a lock here; one thread needs only `Cell`s, which the
+/// crawler and every `Fetcher` change through a shared `Rc`.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    /// Fetches in flight now.
+    now: Cell<usize>,
+    /// The most there were at once.
+    peak: Cell<usize>,
+}
+
+impl InFlight {
+    /// A fetch has opened its socket. It stays counted until the returned
+    /// guard is dropped, however the fetch ends.
+    pub fn start(self: &Rc<Self>) -> InFlightGuard {
+        self.now.set(self.now.get() + 1);
+        self.peak.set(self.peak.get().max(self.now.get()));
+        InFlightGuard(Rc::clone(self))
+    }
+
+    /// Fetches in flight right now.
+    pub fn now(&self) -> usize {
+        self.now.get()
+    }
+
+    /// The most fetches that were ever in flight at once.
+    pub fn peak(&self) -> usize {
+        self.peak.get()
+    }
+}
+
+/// One fetch in flight; dropping it ends the fetch's count.
+#[derive(Debug)]
+pub struct InFlightGuard(Rc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let now = &self.0.now;
+        now.set(now.get().saturating_sub(1));
+    }
+}
+// ANCHOR_END: in_flight
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_counts_the_peak_not_the_total() {
+        let in_flight = Rc::new(InFlight::default());
+        {
+            let _a = in_flight.start();
+            let _b = in_flight.start();
+            assert_eq!(in_flight.now(), 2);
+        }
+        let _c = in_flight.start();
+        assert_eq!(in_flight.now(), 1);
+        assert_eq!(in_flight.peak(), 2);
+    }
+}

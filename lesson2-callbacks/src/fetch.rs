@@ -1,0 +1,579 @@
+//! # Fetching one URL with callbacks
+//!
+//! In lesson 1, `fetch` was one function that ran from top to bottom on its
+//! own thread: connect, write the request, read until the response is
+//! complete. Every line that waited simply blocked the thread, and the
+//! thread's stack remembered where it was.
+//!
+//! Here nothing may block: one thread runs every fetch. So the function is
+//! cut into pieces at every place it would have waited, and each piece is a
+//! **callback** that the event loop calls when the socket is ready for the
+//! next one:
+//!
+//! | lesson 1 (`fetch`, one function)          | lesson 2 (`Fetcher`, callbacks)              |
+//! |-------------------------------------------|----------------------------------------------|
+//! | `TcpStream::connect(addr)` blocks         | [`Fetcher::fetch`] starts a connect, returns |
+//! | `write_all(request)` blocks               | [`Fetcher::connected`] and [`Fetcher::send_request`] run when writable |
+//! | `read` in a loop blocks                   | [`Fetcher::read_response`] runs when readable |
+//! | `set_read_timeout`                        | a timer: [`Fetcher::timed_out`]              |
+//! | `return Ok(response)`                     | [`Fetcher::finish`] calls the `done` callback |
+//!
+//! What the stack used to hold between two lines — the socket, the bytes
+//! read so far, which address we are on — must now survive between two
+//! callbacks, so it moves into the `Fetcher` object. That is **stack
+//! ripping**, and the chapter's complaint about callbacks: the state and
+//! the control flow of one fetch are torn across five methods and a struct.
+//!
+//! ## How the callbacks reach the `Fetcher`
+//!
+//! Python registers `self.connected`, a *bound method*: the function plus
+//! the object it runs on. Here a `Fetcher` lives in an `Rc<RefCell<_>>`, and
+//! [`Fetcher::bind`] makes the equivalent: a closure holding one `Rc` to the
+//! fetcher, which borrows it and calls the method. The event loop keeps the
+//! closures; the closures keep the fetcher alive. When the fetch ends, its
+//! socket is unregistered and its timer cancelled, the closures are dropped,
+//! and with the last `Rc` the fetcher is freed.
+//!
+//! ## What mio requires of us
+//!
+//! - A connect is finished only when a *writable* event comes **and**
+//!   `take_error()` reports no error **and** `peer_addr()` succeeds: the
+//!   recipe in the docs of `mio::net::TcpStream::connect`. An error means
+//!   this address failed: try the next one the resolver gave.
+//! - Events can be **spurious**: a callback may run when the socket is not
+//!   ready after all. Every read and write is therefore attempted, and
+//!   `WouldBlock` just means "wait for the next event".
+//! - Events are **edge-triggered**: after an event, keep reading (or
+//!   writing) until `WouldBlock`, or the bytes left behind may never be
+//!   announced again.
+//! - A write may take only part of the request: keep the rest and continue
+//!   when the socket is writable again.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+use url::Url;
+
+use shared::http::{get_request, Limits, Response, ResponseParser, Version};
+use shared::net::{self, Resolver};
+use shared::{FailKind, FetchError};
+
+use crate::crawler::{InFlight, InFlightGuard};
+use crate::event_loop::{EventLoop, TimerHandle};
+
+/// How a fetch ended, as its `done` callback hears it.
+#[derive(Debug)]
+pub enum Fetched {
+    /// The fetch ran: the response, or why there is none (what lesson 1's
+    /// `fetch` returns).
+    Done(Result<Response, FetchError>),
+    /// There was no file descriptor left for the socket. Not this URL's
+    /// fault: the crawler puts it back in line until another fetch closes
+    /// its socket.
+    OutOfDescriptors,
+}
+
+/// How many bytes each `read` may return (as in lesson 1).
+const READ_CHUNK: usize = 16 * 1024;
+
+/// What the crawler wants called when a fetch ends.
+pub type Done = Box<dyn FnOnce(&mut EventLoop, Fetched)>;
+
+/// One step of a fetch: a method run by the event loop.
+type Step = fn(&mut Fetcher, &mut EventLoop);
+
+// ANCHOR: fetcher
+/// The state of one fetch, kept between its callbacks (the tutorial's
+/// `Fetcher` class).
+pub struct Fetcher {
+    /// The URL being fetched (the tutorial's `self.url`).
+    url: Url,
+    /// The `Rc` this fetcher lives in, so that a step can hand the event
+    /// loop a callback bound to this fetcher. `Weak`: a fetcher must not keep
+    /// itself alive; the loop's callbacks do that.
+    this: Weak<RefCell<Fetcher>>,
+    /// Resolves the URL's host (once per crawl: the resolver caches).
+    resolver: Rc<Resolver>,
+    /// The crawl's count of fetches in flight, which this fetch joins when
+    /// it opens its first socket.
+    in_flight: Rc<InFlight>,
+    /// This fetch's place in that count, from its first socket to its end.
+    counted: Option<InFlightGuard>,
+    /// The whole-fetch deadline (`--timeout`).
+    timeout: Duration,
+    /// Addresses not tried yet, in the resolver's order (`localhost` may
+    /// give `::1` first, and nothing may listen there).
+    addrs: VecDeque<SocketAddr>,
+    /// Why the last address failed, for the error when every one did.
+    connect_error: Option<io::Error>,
+    /// The socket and its registration, while connecting or connected (the
+    /// tutorial's `self.sock`). Dropping it closes the descriptor.
+    sock: Option<(TcpStream, Token)>,
+    /// The request, written as the socket takes it.
+    request: Vec<u8>,
+    /// How much of `request` is written: a write may take only part of it.
+    sent: usize,
+    /// Everything read so far, parsed as it arrives (the tutorial's
+    /// `self.response`, but it also says when the response is complete).
+    parser: ResponseParser,
+    /// The deadline timer, cancelled when the fetch ends first.
+    timer: Option<TimerHandle>,
+    /// Who to tell how the fetch ended. Taken when called, so a fetch ends
+    /// exactly once even if a late event or the timer comes after.
+    done: Option<Done>,
+}
+// ANCHOR_END: fetcher
+
+impl Fetcher {
+    /// A fetcher for `url` that will call `done` when it ends. Nothing
+    /// happens until [`Fetcher::fetch`].
+    pub fn new<F>(
+        url: Url,
+        resolver: Rc<Resolver>,
+        in_flight: Rc<InFlight>,
+        timeout: Duration,
+        limits: Limits,
+        done: F,
+    ) -> Rc<RefCell<Fetcher>>
+    where
+        F: FnOnce(&mut EventLoop, Fetched) + 'static,
+    {
+        Rc::new_cyclic(|this| {
+            RefCell::new(Fetcher {
+                request: get_request(&url, Version::Http10Close),
+                url,
+                this: this.clone(),
+                resolver,
+                in_flight,
+                counted: None,
+                timeout,
+                addrs: VecDeque::new(),
+                connect_error: None,
+                sock: None,
+                sent: 0,
+                parser: ResponseParser::with_limits(limits),
+                timer: None,
+                done: Some(Box::new(done)),
+            })
+        })
+    }
+
+    // ANCHOR: fetch
+    /// Start the fetch: arm the deadline, resolve the host, start
+    /// connecting. Returns at once; the event loop does the rest.
+    pub fn fetch(&mut self, event_loop: &mut EventLoop) {
+        let timed_out = self.bind(Fetcher::timed_out);
+        self.timer = Some(event_loop.call_later(self.timeout, timed_out));
+        // Resolving blocks (the C library has no non-blocking lookup), but
+        // only on a host's first URL: the resolver caches the answer.
+        match self.resolver.resolve(&self.url) {
+            Ok(addrs) => {
+                self.addrs = addrs.into();
+                self.connect(event_loop);
+            }
+            Err(err) => self.finish(event_loop, Fetched::Done(Err(err))),
+        }
+    }
+
+    /// Start a non-blocking connect to the next address, and wait for the
+    /// socket to become writable: that is when `connected` runs.
+    fn connect(&mut self, event_loop: &mut EventLoop) {
+        while let Some(addr) = self.addrs.pop_front() {
+            // Returns at once, with the handshake still going on.
+            match TcpStream::connect(addr) {
+                Ok(mut sock) => {
+                    let connected = self.bind(Fetcher::connected);
+                    match event_loop.register(&mut sock, Interest::WRITABLE, connected) {
+                        Ok(token) => {
+                            self.sock = Some((sock, token));
+                            if self.counted.is_none() {
+                                self.counted = Some(self.in_flight.start());
+                            }
+                            return;
+                        }
+                        Err(err) => self.connect_error = Some(err),
+                    }
+                }
+                Err(err) if net::is_out_of_descriptors(&err) => {
+                    return self.finish(event_loop, Fetched::OutOfDescriptors);
+                }
+                // Some errors come at once (no route, refused on some
+                // systems): they are this address's failure, not the URL's.
+                Err(err) => self.connect_error = Some(err),
+            }
+        }
+        let err = self
+            .connect_error
+            .take()
+            .map(|e| FetchError::from_io(&e, true))
+            .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"));
+        self.finish(event_loop, Fetched::Done(Err(err)));
+    }
+    // ANCHOR_END: fetch
+
+    // ANCHOR: connected
+    /// The socket became writable: the connect has finished — or failed, or
+    /// the event was spurious. mio's recipe tells which.
+    fn connected(&mut self, event_loop: &mut EventLoop) {
+        let Some((sock, _)) = &self.sock else {
+            return;
+        };
+        let failure = match sock.take_error() {
+            Ok(Some(err)) | Err(err) => Some(err),
+            Ok(None) => match sock.peer_addr() {
+                Ok(_) => None,
+                // Not connected yet: a spurious event. Wait for the next.
+                Err(err) if still_connecting(&err) => return,
+                Err(err) => Some(err),
+            },
+        };
+        if let Some(err) = failure {
+            // This address failed: close its socket and try the next one.
+            self.connect_error = Some(err);
+            self.close(event_loop);
+            return self.connect(event_loop);
+        }
+        self.send_request(event_loop);
+    }
+
+    /// Write the request, as much as the socket takes. When all of it is
+    /// written, wait for the response; when the socket is full, wait until
+    /// it is writable again and continue here.
+    fn send_request(&mut self, event_loop: &mut EventLoop) {
+        let more = self.bind(Fetcher::send_request);
+        let read_response = self.bind(Fetcher::read_response);
+        let Some((sock, token)) = &mut self.sock else {
+            return;
+        };
+        let token = *token;
+        while self.sent < self.request.len() {
+            match sock.write(&self.request[self.sent..]) {
+                Ok(0) => {
+                    let err = io::Error::from(io::ErrorKind::WriteZero);
+                    return self.fail(event_loop, &err);
+                }
+                Ok(n) => self.sent += n,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    // The rest waits for the next writable event, which must
+                    // now run this step rather than `connected`.
+                    if let Err(err) = event_loop.modify(sock, token, Interest::WRITABLE, more) {
+                        self.fail(event_loop, &err);
+                    }
+                    return;
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return self.fail(event_loop, &err),
+            }
+        }
+        // The whole request is out: from now on, wait for the response —
+        // holding as little as possible while waiting, so not the request.
+        self.request = Vec::new();
+        if let Err(err) = event_loop.modify(sock, token, Interest::READABLE, read_response) {
+            self.fail(event_loop, &err);
+        }
+    }
+    // ANCHOR_END: connected
+
+    // ANCHOR: read_response
+    /// The socket became readable: read everything it has, feeding the
+    /// parser, until the response is complete, the peer closes, or the socket
+    /// runs dry (`WouldBlock`: wait for the next event).
+    fn read_response(&mut self, event_loop: &mut EventLoop) {
+        // On the stack, not in the `Fetcher`: only one callback runs at a
+        // time, so a fetch waiting for its response holds no buffer at all.
+        let mut buf = [0u8; READ_CHUNK];
+        loop {
+            let Some((sock, _)) = &mut self.sock else {
+                return;
+            };
+            let result = match sock.read(&mut buf) {
+                // The peer closed: a response delimited by the close is
+                // complete now; anything else unfinished is an error.
+                Ok(0) => self.parser.finish(),
+                Ok(n) => match self.parser.feed(&buf[..n]) {
+                    Ok(Some(response)) => Ok(response),
+                    Ok(None) => continue,
+                    Err(err) => Err(err),
+                },
+                // Drained, or the event was spurious: wait for the next one.
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => Err(FetchError::from_io(&err, false)),
+            };
+            return self.finish(event_loop, Fetched::Done(result));
+        }
+    }
+    // ANCHOR_END: read_response
+
+    /// The deadline passed before the fetch ended.
+    fn timed_out(&mut self, event_loop: &mut EventLoop) {
+        // This timer is running, so there is nothing left to cancel.
+        self.timer = None;
+        let err = FetchError::new(FailKind::Timeout, "timed out");
+        self.finish(event_loop, Fetched::Done(Err(err)));
+    }
+
+    /// End the fetch with an I/O error from the request or the response.
+    fn fail(&mut self, event_loop: &mut EventLoop, err: &io::Error) {
+        let err = FetchError::from_io(err, false);
+        self.finish(event_loop, Fetched::Done(Err(err)));
+    }
+
+    // ANCHOR: finish
+    /// End the fetch: close the socket, cancel the deadline, and tell the
+    /// crawler — on the next turn of the loop, never from inside this call.
+    fn finish(&mut self, event_loop: &mut EventLoop, fetched: Fetched) {
+        self.close(event_loop);
+        self.counted = None;
+        if let Some(timer) = self.timer.take() {
+            event_loop.cancel(timer);
+        }
+        if let Some(done) = self.done.take() {
+            // `fetch` can end the fetch at once (a host that does not
+            // resolve, no descriptor left) while the crawler that called it
+            // is still busy. Calling `done` directly would re-enter the
+            // crawler; `call_soon` waits until it has returned.
+            event_loop.call_soon(move |event_loop| done(event_loop, fetched));
+        }
+    }
+    // ANCHOR_END: finish
+
+    /// Unregister and close the socket, if there is one.
+    fn close(&mut self, event_loop: &mut EventLoop) {
+        if let Some((mut sock, token)) = self.sock.take() {
+            // The callback is forgotten even if the OS refuses, and closing
+            // the descriptor (dropping `sock`) removes it from epoll anyway.
+            let _ = event_loop.unregister(&mut sock, token);
+        }
+    }
+
+    // ANCHOR: bind
+    /// `self.step` as a callback the event loop can keep: Python's bound
+    /// method. The closure holds a strong `Rc`, so the fetcher lives as long
+    /// as the loop may still call it.
+    fn bind(&self, step: Step) -> impl FnMut(&mut EventLoop) + 'static {
+        let this = self.this.upgrade();
+        move |event_loop| {
+            if let Some(this) = &this {
+                step(&mut this.borrow_mut(), event_loop);
+            }
+        }
+    }
+    // ANCHOR_END: bind
+}
+
+/// Is this `peer_addr` error "the handshake is still going on"? Linux says
+/// `ENOTCONN` (`NotConnected`); mio's docs add `EINPROGRESS` for other
+/// systems, which std has no stable error kind for yet.
+fn still_connecting(err: &io::Error) -> bool {
+    const EINPROGRESS: i32 = if cfg!(target_os = "linux") { 115 } else { 36 };
+    err.kind() == io::ErrorKind::NotConnected || err.raw_os_error() == Some(EINPROGRESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream as StdStream};
+    use std::thread;
+
+    /// A server on `127.0.0.1:0` that runs `serve` on its first connection.
+    fn server(
+        serve: impl FnOnce(StdStream) + Send + 'static,
+    ) -> (SocketAddr, thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handle = thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            serve(conn);
+        });
+        (addr, handle)
+    }
+
+    /// Read a request up to its blank line.
+    fn read_request(conn: &mut StdStream) -> Vec<u8> {
+        let mut request = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        while !request.ends_with(b"\r\n\r\n") {
+            let n = conn.read(&mut buf).unwrap();
+            assert!(n > 0, "client closed before the end of its request");
+            request.extend_from_slice(&buf[..n]);
+        }
+        request
+    }
+
+    /// A fetcher for `url` whose `done` stores what it was told.
+    fn fetcher(
+        url: &str,
+        timeout: Duration,
+    ) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Option<Fetched>>>) {
+        let outcome = Rc::new(RefCell::new(None));
+        let store = Rc::clone(&outcome);
+        let fetcher = Fetcher::new(
+            Url::parse(url).unwrap(),
+            Rc::new(Resolver::new()),
+            Rc::new(InFlight::default()),
+            timeout,
+            Limits::default(),
+            move |_, fetched| *store.borrow_mut() = Some(fetched),
+        );
+        (fetcher, outcome)
+    }
+
+    /// Run one fetch to its end; the loop must then be empty: socket
+    /// unregistered, timer cancelled, fetcher freed.
+    fn fetch_one(url: &str, timeout: Duration) -> Fetched {
+        let mut event_loop = EventLoop::new().unwrap();
+        let (fetcher, outcome) = fetcher(url, timeout);
+        fetcher.borrow_mut().fetch(&mut event_loop);
+        // From here on only the loop's callbacks keep the fetcher alive.
+        let weak = Rc::downgrade(&fetcher);
+        drop(fetcher);
+        event_loop.run().unwrap();
+        assert!(!event_loop.has_work(), "{event_loop:?}");
+        assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");
+        outcome.take().expect("done was called")
+    }
+
+    fn response(fetched: Fetched) -> Response {
+        match fetched {
+            Fetched::Done(Ok(response)) => response,
+            other => panic!("expected a response, got {other:?}"),
+        }
+    }
+
+    fn error(fetched: Fetched) -> FetchError {
+        match fetched {
+            Fetched::Done(Err(err)) => err,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_response_in_many_small_pieces_is_read_across_many_events() {
+        let (addr, server) = server(|mut conn| {
+            read_request(&mut conn);
+            for piece in [
+                "HTTP/1.0 200 OK\r\n",
+                "Content-Type: text/html\r\n",
+                "\r\n",
+                "he",
+                "llo",
+            ] {
+                conn.write_all(piece.as_bytes()).unwrap();
+                conn.flush().unwrap();
+                thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let response = response(fetch_one(
+            &format!("http://{addr}/"),
+            Duration::from_secs(10),
+        ));
+        server.join().unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body, b"hello");
+    }
+
+    #[test]
+    fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
+        // 16 MiB cannot fit in loopback's send and receive buffers together,
+        // so some write must answer `WouldBlock` and `send_request` must
+        // carry on when the server has read some.
+        let path = "a".repeat(16 << 20);
+        let (addr, server) = server(|mut conn| {
+            thread::sleep(Duration::from_millis(50));
+            let request = read_request(&mut conn);
+            conn.write_all(b"HTTP/1.0 200 OK\r\n\r\n").unwrap();
+            assert!(request.len() > 16 << 20);
+        });
+        let url = format!("http://{addr}/{path}");
+        let response = response(fetch_one(&url, Duration::from_secs(30)));
+        server.join().unwrap();
+        assert_eq!(response.status, 200);
+    }
+
+    #[test]
+    fn a_refused_address_is_skipped_for_the_next() {
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let (addr, server) = server(|mut conn| {
+            read_request(&mut conn);
+            conn.write_all(b"HTTP/1.0 204 No Content\r\n\r\n").unwrap();
+        });
+        let mut event_loop = EventLoop::new().unwrap();
+        let (fetcher, outcome) = fetcher(&format!("http://{addr}/"), Duration::from_secs(10));
+        // As if the host had resolved to two addresses, the first one dead.
+        fetcher.borrow_mut().addrs = VecDeque::from([closed, addr]);
+        fetcher.borrow_mut().connect(&mut event_loop);
+        drop(fetcher);
+        event_loop.run().unwrap();
+        server.join().unwrap();
+        assert_eq!(response(outcome.take().unwrap()).status, 204);
+    }
+
+    #[test]
+    fn when_every_address_refuses_it_is_a_connect_error() {
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let err = error(fetch_one(
+            &format!("http://{closed}/"),
+            Duration::from_secs(10),
+        ));
+        assert_eq!(err.kind, FailKind::Connect);
+        // All a callback knows is its own step: no URL, no "while connecting".
+        assert_eq!(err.message, "connection refused");
+    }
+
+    #[test]
+    fn a_silent_server_times_out_and_its_socket_is_closed() {
+        let (addr, server) = server(|mut conn| {
+            read_request(&mut conn);
+            // Never answer; the client's close shows up as end of stream.
+            let mut rest = Vec::new();
+            conn.read_to_end(&mut rest).unwrap();
+        });
+        let err = error(fetch_one(
+            &format!("http://{addr}/"),
+            Duration::from_millis(200),
+        ));
+        assert_eq!(err.kind, FailKind::Timeout);
+        // Joins only because the fetcher closed its socket.
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_connection_closed_mid_response_is_an_error_for_the_url() {
+        let (addr, server) = server(|mut conn| {
+            read_request(&mut conn);
+            conn.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+                .unwrap();
+        });
+        let err = error(fetch_one(
+            &format!("http://{addr}/"),
+            Duration::from_secs(10),
+        ));
+        server.join().unwrap();
+        assert_eq!(err.kind, FailKind::Reset);
+    }
+
+    #[test]
+    fn done_runs_on_the_next_turn_never_inside_fetch() {
+        let mut event_loop = EventLoop::new().unwrap();
+        let (fetcher, outcome) = fetcher("https://127.0.0.1/", Duration::from_secs(10));
+        fetcher.borrow_mut().fetch(&mut event_loop);
+        // The fetch has already failed (no TLS), but the caller of `fetch`
+        // has not been called back from inside it.
+        assert!(outcome.borrow().is_none());
+        event_loop.run_once().unwrap();
+        assert_eq!(error(outcome.take().unwrap()).kind, FailKind::Unsupported);
+    }
+}

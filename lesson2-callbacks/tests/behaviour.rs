@@ -1,0 +1,1 @@
+shared::behaviour_suite!(shared::Lesson::Two, lesson2_callbacks::crawl);

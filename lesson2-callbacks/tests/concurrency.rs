@@ -1,0 +1,156 @@
+//! Lesson 2's promise: concurrency without threads. A page with thousands of
+//! links gets thousands of fetches in flight at once, on one thread — and a
+//! socket budget caps them without losing a URL.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use shared::fixtures::server::{Route, Site, TestServer};
+use shared::log::{Level, Log};
+use shared::{Config, Lesson};
+
+/// A root page linking to `n` pages that each answer after `delay`.
+fn slow_site(n: usize, delay: Duration) -> Site {
+    let links: String = (0..n)
+        .map(|i| format!("<a href=\"/slow/{i}\">{i}</a>\n"))
+        .collect();
+    let mut site = Site::new().page("/", links);
+    for i in 0..n {
+        site = site.route(&format!("/slow/{i}"), Route::html("slow").delay(delay));
+    }
+    site
+}
+
+/// The `Threads:` line of a process's `/proc/PID/status`.
+fn threads_of(pid: u32) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Threads:"))?;
+    line["Threads:".len()..].trim().parse().ok()
+}
+
+#[test]
+fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
+    const N: usize = 5000;
+    let server = TestServer::start(slow_site(N, Duration::from_secs(1)));
+    // The crawler runs as its own process (the `lesson2` program), so its
+    // threads can be counted apart from the test server's.
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lesson2"))
+        .args(["-q", "--timeout", "60", &server.url("/")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start lesson2");
+    let pid = child.id();
+    // Drain the pipes while the child runs: a report of 5,001 lines is more
+    // than a pipe holds, and a child blocked on a full pipe never exits.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let mut most_threads = 0;
+    let status = loop {
+        if let Some(n) = threads_of(pid) {
+            most_threads = most_threads.max(n);
+        }
+        if let Some(status) = child.try_wait().expect("wait for lesson2") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("lesson2 did not finish a 1-second-deep crawl in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = stdout.join().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(status.success(), "lesson2 failed: {stderr}");
+
+    assert!(
+        stdout.contains(&format!("Finished {} urls", N + 1)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Todo: 0"), "{stdout}");
+    let achieved: usize = stdout
+        .lines()
+        .find_map(|l| l.split("achieved concurrency = ").nth(1))
+        .and_then(|k| k.trim().parse().ok())
+        .expect("an achieved concurrency line");
+    // The root's callback starts every link's fetch before any can finish,
+    // so all of them are in flight at once — unless the open-file limit
+    // caps the crawler's sockets lower.
+    let expected = N.min(shared::net::socket_budget());
+    assert_eq!(achieved, expected, "{stdout}");
+    assert_eq!(most_threads, 1, "lesson2 ran on more than one thread");
+    assert!(server.peak_in_flight() >= expected.min(1000));
+    println!(
+        "{} URLs, achieved concurrency {achieved}, in {:?}",
+        N + 1,
+        started.elapsed()
+    );
+}
+
+#[test]
+fn ten_thousand_links_under_ulimit_1024() {
+    // The spec's descriptor promise: a page with 10,000 links, crawled by a
+    // process that may open only 1,024 files. The budget comes from the
+    // real limit here, read by `shared::net::socket_budget` in the child.
+    const N: usize = 10_000;
+    let server = TestServer::start(slow_site(N, Duration::ZERO));
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 1024 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_lesson2"),
+            "-q",
+            &server.url("/"),
+        ])
+        .output()
+        .expect("run lesson2 under sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("Finished {} urls", N + 1)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Todo: 0"), "{stdout}");
+    assert!(!stdout.contains(" error "), "a URL failed:\n{stdout}");
+    let achieved: usize = stdout
+        .lines()
+        .find_map(|l| l.split("achieved concurrency = ").nth(1))
+        .and_then(|k| k.trim().parse().ok())
+        .expect("an achieved concurrency line");
+    assert!(achieved < 1024, "{achieved} sockets under ulimit -n 1024");
+}
+
+#[test]
+fn a_socket_budget_of_50_crawls_500_links_with_at_most_50_in_flight() {
+    const N: usize = 500;
+    let server = TestServer::start(slow_site(N, Duration::from_millis(20)));
+    let mut config = Config::new(Lesson::Two, [server.url("/")]);
+    config.log = Log::capture(Level::Error);
+    config.timeout = Duration::from_secs(30);
+    let report = lesson2_callbacks::crawl_with_budget(&config, 50).unwrap();
+    assert_eq!(report.stats.len(), N + 1);
+    assert!(
+        report.stats.iter().all(|s| s.status == Some(200)),
+        "{}",
+        report.render()
+    );
+    assert_eq!(report.todo, 0);
+    // The root's links all arrive at once: 50 start, 450 wait in line.
+    assert_eq!(report.peak_in_flight, 50);
+    assert_eq!(report.max_tasks, 50);
+    assert!(server.peak_in_flight() <= 50);
+    assert_eq!(server.requests().len(), N + 1);
+}

@@ -1,0 +1,53 @@
+//! The same crawl as lesson 1: on a generated site of a few thousand pages,
+//! lesson 2 reports exactly the URLs the generator promises, and every URL
+//! ends the same way as it does under lesson 1's thread pool.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use shared::fixtures::server::TestServer;
+use shared::fixtures::sitegen::{generate, SiteSpec};
+use shared::log::{Level, Log};
+use shared::{Config, CrawlReport, Lesson};
+
+/// What must not depend on the engine: per URL, its report line without the
+/// `NEW` count (which page found a link first depends on timing).
+fn outcomes(report: &CrawlReport) -> BTreeMap<String, String> {
+    report
+        .stats
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.num_new_urls = 0;
+            (s.url.clone(), shared::report::line(&s))
+        })
+        .collect()
+}
+
+#[test]
+fn a_generated_site_crawls_as_the_generator_and_lesson_1_say() {
+    let site = generate(&SiteSpec::new(3000));
+    let server = TestServer::start(site.to_site());
+    let origin = server.url("");
+
+    let mut config = Config::new(Lesson::Two, [server.url("/")]);
+    config.log = Log::capture(Level::Error);
+    config.timeout = Duration::from_secs(30);
+    let two = lesson2_callbacks::crawl(&config).unwrap();
+    assert_eq!(two.urls(), site.expected_urls(&origin));
+    assert_eq!(two.todo, 0);
+    // Every URL but the root entered the seen-set exactly once, as a NEW
+    // link of one page or as the target of one of the redirects.
+    let new: usize = two.stats.iter().map(|s| s.num_new_urls).sum();
+    let redirects = two.stats.iter().filter(|s| s.next_url.is_some()).count();
+    assert!(new < two.stats.len());
+    assert!(new + redirects >= two.stats.len() - 1);
+
+    let mut config = Config::new(Lesson::One, [server.url("/")]);
+    config.log = Log::capture(Level::Error);
+    config.timeout = Duration::from_secs(30);
+    config.threads = 8;
+    let one = lesson1_threadpool::crawl(&config).unwrap();
+    assert_eq!(outcomes(&two), outcomes(&one));
+    assert_eq!(two.counts(), one.counts());
+}

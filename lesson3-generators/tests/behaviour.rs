@@ -1,0 +1,1 @@
+shared::behaviour_suite!(shared::Lesson::Three, lesson3_generators::crawl);
