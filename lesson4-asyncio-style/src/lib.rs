@@ -1,9 +1,65 @@
-//! Lesson 4 (not yet built).
+//! # Lesson 4: a small asyncio, and the full crawler on top
+//!
+//! Lesson 3 ended with `async fn fetch` driven by the lesson's own `Task`,
+//! `Future` and a loop over `mio`: coroutines that read like blocking code.
+//! But the crawler around them was still lesson 2's shape — a fetch started
+//! for every link the moment it was found — and the runtime only stepped
+//! tasks: its futures could not fail, its tasks could not be awaited or
+//! cancelled.
+//!
+//! This lesson grows that runtime into a small **asyncio**, module by module
+//! with asyncio's names, and then writes the original chapter's crawler on
+//! top of it: a fixed number of workers fed by a queue, redirects handled
+//! through the queue with a limit per chain, retries, a deadline per
+//! attempt, and HTTP/1.1 keep-alive connections.
+//!
+//! What changed since lesson 3:
+//!
+//! - the loop runs **handles** — callbacks — from a ready queue, timers and
+//!   socket readiness; a task's step is one callback among others;
+//! - `Future` holds a result *or an error*, or is cancelled, and schedules
+//!   its callbacks; `Task` is a future, and can be **cancelled** at its
+//!   `.await`;
+//! - new: `Queue` with `task_done`/`join`, `sleep`, `wait_for`, `gather`;
+//! - sockets read into one loop-wide buffer; connections are pooled;
+//! - the crawler: workers and a queue, not a coroutine per link.
+//!
+//! | file | what it teaches | asyncio |
+//! |---|---|---|
+//! | [`event_loop`] | handles, the ready queue, timers, readers/writers over `mio`, `run_once`, `run_until_complete`, an injectable clock | `BaseEventLoop`, `Handle`, `TimerHandle` |
+//! | [`future`] | a result or an error, done-callbacks scheduled with `call_soon`, `.await` | `Future`, `CancelledError` |
+//! | [`task`] | stepping a coroutine with a `Wake` waker; cancellation delivered at the `.await` | `Task` |
+//! | [`queue`] | `put_nowait`, `get`, `task_done`, `join` | `Queue` |
+//! | [`sleep`], [`wait_for`], [`gather`] | small tools built from the pieces above | `sleep`, `wait_for`, `gather` |
+//! | [`socket`] | `connect`, `write_all`, `read` as coroutines; one shared read buffer | `sock_connect`, `sock_sendall`, `sock_recv` |
+//! | [`connection_pool`] | HTTP/1.1 keep-alive, stale connections, a socket budget | aiohttp's `TCPConnector` |
+//! | [`fetch`] | one attempt at a URL, with a deadline | `session.get(url, allow_redirects=False)` |
+//! | [`crawler`] | the original chapter's `Crawler`: workers, retries, redirects through the queue | `crawling.py` |
+
+pub mod connection_pool;
+pub mod crawler;
+pub mod event_loop;
+pub mod fetch;
+pub mod future;
+pub mod gather;
+pub mod queue;
+pub mod sleep;
+pub mod socket;
+pub mod task;
+pub mod wait_for;
+
+use std::rc::Rc;
 
 use shared::{Config, CrawlReport};
 
-/// Crawl from `config.roots` and report every URL reached.
+use crate::crawler::Crawler;
+
+// ANCHOR: crawl
+/// Crawl from `config.roots` and report every URL reached: the original's
+/// `loop.run_until_complete(crawler.crawl())`.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
-    let _ = config;
-    anyhow::bail!("lesson 4 is not yet built")
+    let crawler = Rc::new(Crawler::new(config)?);
+    event_loop::run(crawler.clone().crawl())?;
+    Ok(crawler.report())
 }
+// ANCHOR_END: crawl

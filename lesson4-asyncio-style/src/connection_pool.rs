@@ -1,0 +1,324 @@
+//! # The connection pool: HTTP/1.1 keep-alive
+//!
+//! The original crawler got connection reuse for free from aiohttp's
+//! `ClientSession`. Lessons 1–3 open one connection per URL and close it
+//! after the response (HTTP/1.0, `Connection: close`): a TCP handshake per
+//! page, and a socket left in `TIME_WAIT` for each. Lesson 4 speaks HTTP/1.1
+//! and keeps connections open: after a complete response that allows it
+//! (`Response::reusable`), the connection goes back to the pool, and the
+//! next fetch for the same scheme, host and port takes it instead of
+//! connecting.
+//!
+//! Three things keep the pool honest:
+//!
+//! - **At most [`MAX_IDLE_PER_HOST`] idle connections per host.** More are
+//!   closed on release: idle sockets cost the server as much as busy ones.
+//! - **A limit on open sockets in total** (the process's descriptor budget,
+//!   from `shared::net::socket_budget`). A fetch that needs a new socket when
+//!   the budget is spent first closes an idle connection to another host, or
+//!   else waits for one to be closed — "too many open files" is waited out,
+//!   not crashed on. The budget is kept as a [`Queue`] of permits, one per
+//!   socket that may be opened, the way Go programs use a buffered channel as
+//!   a semaphore: the queue already knows how to make coroutines wait.
+//! - **A pooled connection may be stale**: the server may have closed it
+//!   while it sat idle. That is only discovered by using it. The caller
+//!   ([`crate::fetch`]) resends on a fresh connection when a reused one fails
+//!   before any byte of the response arrived.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+
+use anyhow::Context;
+use shared::net::{check_scheme, is_out_of_descriptors, Resolver};
+use shared::{FailKind, FetchError};
+use url::Url;
+
+use crate::future::is_cancelled;
+use crate::queue::Queue;
+use crate::socket::Socket;
+
+/// Idle connections kept per scheme, host and port.
+pub const MAX_IDLE_PER_HOST: usize = 100;
+
+/// What a pooled connection can be reused for: the same scheme, host and port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PoolKey {
+    /// `http` (the only scheme the course can connect to).
+    pub scheme: String,
+    /// The host, as in the URL.
+    pub host: String,
+    /// The port, explicit or the scheme's default.
+    pub port: u16,
+}
+
+impl PoolKey {
+    /// The key of `url`; `None` for a URL without a host.
+    pub fn of(url: &Url) -> Option<PoolKey> {
+        Some(PoolKey {
+            scheme: url.scheme().to_string(),
+            host: url.host_str()?.to_string(),
+            port: url.port_or_known_default()?,
+        })
+    }
+}
+
+/// The pool: a cheap handle (`Rc`) shared by every worker of a crawl.
+#[derive(Clone)]
+pub struct ConnectionPool {
+    /// Shared by every clone of the pool.
+    inner: Rc<PoolInner>,
+}
+
+struct PoolInner {
+    /// Host names resolve once per crawl; the pool is what connects, so it
+    /// holds the crawl's resolver.
+    resolver: Resolver,
+    /// Idle connections by key, most recently used last (taken first: the
+    /// least likely to have been closed by the server). An entry stays once
+    /// made, even empty: its key is the one every connection to that host
+    /// shares.
+    idle: RefCell<HashMap<Rc<PoolKey>, Vec<Connection>>>,
+    /// Idle connections kept per key.
+    max_idle_per_host: usize,
+    /// One item per socket that may still be opened (see the module text).
+    permits: Queue<()>,
+    /// Sockets open now, idle or in use.
+    open: Cell<usize>,
+    /// Connections opened over the pool's life (for tests and curiosity).
+    opened: Cell<usize>,
+}
+
+/// A connection taken from the pool. Dropping it closes it (and returns its
+/// permit); [`ConnectionPool::release`] may keep it for reuse instead.
+pub struct Connection {
+    /// The open socket.
+    socket: Socket,
+    /// Where it connects to, for putting it back in the right place.
+    /// Shared (`Rc`) rather than copied: a waiting fetch holds its
+    /// connection, and every byte of it counts ten thousand times.
+    key: Rc<PoolKey>,
+    /// Did it come from the idle pool (and so may be stale)?
+    reused: bool,
+    /// The pool, to count it as closed when dropped. Weak: idle connections
+    /// live inside the pool, and must not keep it alive.
+    pool: Weak<PoolInner>,
+}
+
+impl Connection {
+    /// The socket, to send the request and read the response.
+    pub fn socket(&mut self) -> &mut Socket {
+        &mut self.socket
+    }
+
+    /// Did this connection come from the idle pool?
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("key", &self.key)
+            .field("reused", &self.reused)
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.upgrade() {
+            pool.open.set(pool.open.get() - 1);
+            pool.permits.put_nowait(());
+        }
+    }
+}
+
+impl ConnectionPool {
+    /// A pool that keeps up to `max_idle_per_host` idle connections per key
+    /// and opens at most `limit` sockets at once.
+    pub fn new(max_idle_per_host: usize, limit: usize) -> ConnectionPool {
+        let permits = Queue::new();
+        for _ in 0..limit.max(1) {
+            permits.put_nowait(());
+        }
+        ConnectionPool {
+            inner: Rc::new(PoolInner {
+                resolver: Resolver::new(),
+                idle: RefCell::new(HashMap::new()),
+                max_idle_per_host,
+                permits,
+                open: Cell::new(0),
+                opened: Cell::new(0),
+            }),
+        }
+    }
+
+    // ANCHOR: connect
+    /// A connection to `url`'s host: an idle one when there is one (unless
+    /// `fresh` is asked for), else a new one. Errors are [`FetchError`]s
+    /// (`unsupported`, `dns`, `connect`), or a cancellation.
+    pub async fn connect(&self, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
+        check_scheme(url)?;
+        let key =
+            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
+        if !fresh {
+            let idle = self
+                .inner
+                .idle
+                .borrow_mut()
+                .get_mut(&key)
+                .and_then(Vec::pop);
+            if let Some(mut connection) = idle {
+                connection.reused = true;
+                return Ok(connection);
+            }
+        }
+        // Opening a connection is a coroutine of its own, boxed: its state
+        // (addresses, the connect in progress) is only needed for a moment,
+        // and a fetch that waits for its response should not carry room for
+        // it. (A coroutine is as big as the largest state it can be in.)
+        Box::pin(self.open(url, &key)).await
+    }
+
+    /// Open a new connection to `url`: resolve, then try each address.
+    async fn open(&self, url: &Url, key: &PoolKey) -> anyhow::Result<Connection> {
+        let addrs = self.inner.resolver.resolve(url)?;
+        let mut last_error = None;
+        // `localhost` may resolve to `::1` first, where nothing listens: each
+        // address in turn, as the spec asks.
+        for addr in addrs {
+            self.acquire_permit().await?;
+            match Socket::connect(addr).await {
+                Ok(socket) => {
+                    self.inner.open.set(self.inner.open.get() + 1);
+                    self.inner.opened.set(self.inner.opened.get() + 1);
+                    return Ok(Connection {
+                        socket,
+                        key: self.shared_key(key),
+                        reused: false,
+                        pool: Rc::downgrade(&self.inner),
+                    });
+                }
+                Err(err) if is_cancelled(&err) => {
+                    self.inner.permits.put_nowait(());
+                    return Err(err);
+                }
+                Err(err) => {
+                    let out_of_descriptors = err
+                        .downcast_ref::<std::io::Error>()
+                        .is_some_and(is_out_of_descriptors);
+                    if out_of_descriptors && self.inner.open.get() > 0 {
+                        // The real limit is lower than the budget: this
+                        // permit is not given back, so the pool shrinks to
+                        // what the system allows, and the fetch tries again
+                        // when one of our own sockets closes.
+                        return Box::pin(self.open(url, key)).await;
+                    }
+                    self.inner.permits.put_nowait(());
+                    last_error = Some(connect_error(addr, &err));
+                }
+            }
+        }
+        Err(last_error
+            .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"))
+            .into())
+    }
+    // ANCHOR_END: connect
+
+    /// The one `Rc` of `key` that all connections to that host share.
+    fn shared_key(&self, key: &PoolKey) -> Rc<PoolKey> {
+        let mut idle = self.inner.idle.borrow_mut();
+        if let Some((shared, _)) = idle.get_key_value(key) {
+            return shared.clone();
+        }
+        let shared = Rc::new(key.clone());
+        idle.insert(shared.clone(), Vec::new());
+        shared
+    }
+
+    /// Take a permit to open a socket: at once if one is free; else by
+    /// closing an idle connection (to any host); else by waiting.
+    async fn acquire_permit(&self) -> anyhow::Result<()> {
+        if self.inner.permits.get_nowait().is_some() {
+            return Ok(());
+        }
+        if let Some(connection) = self.evict_one_idle() {
+            drop(connection);
+            if self.inner.permits.get_nowait().is_some() {
+                return Ok(());
+            }
+        }
+        self.inner
+            .permits
+            .get()
+            .await
+            .context("waiting for a free socket")
+    }
+
+    /// Remove one idle connection, if any (to be closed by the caller,
+    /// outside the borrow of the idle table).
+    fn evict_one_idle(&self) -> Option<Connection> {
+        let mut idle = self.inner.idle.borrow_mut();
+        idle.values_mut().find_map(Vec::pop)
+    }
+
+    // ANCHOR: release
+    /// Give a connection back after its response: kept for reuse when the
+    /// response allows it and the host has room, closed otherwise.
+    pub fn release(&self, connection: Connection, reusable: bool) {
+        if !reusable {
+            return;
+        }
+        let mut idle = self.inner.idle.borrow_mut();
+        let connections = idle.entry(connection.key.clone()).or_default();
+        if connections.len() < self.inner.max_idle_per_host {
+            connections.push(connection);
+        } else {
+            drop(idle);
+            drop(connection);
+        }
+    }
+    // ANCHOR_END: release
+
+    /// Idle connections now.
+    pub fn idle_count(&self) -> usize {
+        self.inner.idle.borrow().values().map(Vec::len).sum()
+    }
+
+    /// Sockets open now (idle or in use).
+    pub fn open_count(&self) -> usize {
+        self.inner.open.get()
+    }
+
+    /// Connections opened so far.
+    pub fn opened_count(&self) -> usize {
+        self.inner.opened.get()
+    }
+
+    /// Close every idle connection.
+    pub fn close(&self) {
+        let idle: Vec<Connection> = self
+            .inner
+            .idle
+            .borrow_mut()
+            .values_mut()
+            .flat_map(std::mem::take)
+            .collect();
+        drop(idle);
+    }
+}
+
+/// A failed connect as the report shows it: `connect` (or `timeout`) and
+/// the system's words.
+fn connect_error(addr: std::net::SocketAddr, err: &anyhow::Error) -> FetchError {
+    match err.downcast_ref::<std::io::Error>() {
+        Some(io) => {
+            let fe = FetchError::from_io(io, true);
+            FetchError::new(fe.kind, format!("connect to {addr}: {}", fe.message))
+        }
+        None => FetchError::new(FailKind::Connect, format!("connect to {addr}: {err:#}")),
+    }
+}

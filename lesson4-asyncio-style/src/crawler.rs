@@ -1,0 +1,348 @@
+//! # The crawler: the original chapter's `Crawler`, in Rust
+//!
+//! Lessons 1–3 started a fetch for each new URL as it was found (on a thread
+//! of the pool, or as a new coroutine). The original crawler — the one this
+//! course has been heading for — does it the other way round: `crawl()`
+//! starts `--max-tasks` **worker** tasks, and each one loops over
+//!
+//! ```text
+//! (url, max_redirect) = await q.get()
+//! await fetch(url, max_redirect)      # may q.put_nowait new links
+//! q.task_done()
+//! ```
+//!
+//! while `crawl()` itself waits on `q.join()`. When the last item is marked
+//! done, `join` returns, and `crawl()` **cancels** the workers, which are all
+//! suspended in `q.get()` by then.
+//!
+//! What the full crawler adds over lessons 1–3, all in `Crawler::fetch`:
+//!
+//! - **retries**: a network failure (a retryable [`shared::FailKind`]) is
+//!   tried again, up to `--max-tries` attempts, each with its own deadline;
+//! - **redirects through the queue**: a redirect is not followed inside the
+//!   fetch. Its target goes back in the queue with one redirect fewer
+//!   allowed, so chains that meet are fetched once (the seen-set), cycles
+//!   end, and a chain longer than `--max-redirect` is cut with an error line;
+//! - **a bounded number of fetches**: never more than the workers;
+//! - **connection reuse** ([`crate::connection_pool`]).
+//!
+//! There is still no lock. Deciding which links are new and queuing them
+//! happen between two `.await`s, so no other task can run in between: the
+//! seen-set check and the insert are one step, as they were in lesson 3.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::time::Instant;
+
+use anyhow::Context;
+use shared::links::{normalize_root, UrlPolicy};
+use shared::log::Log;
+use shared::page::{analyze, Analysis};
+use shared::report;
+use shared::{Config, CrawlReport, FetchError, FetchStatistic};
+use url::Url;
+
+use crate::connection_pool::{ConnectionPool, MAX_IDLE_PER_HOST};
+use crate::event_loop::get_running_loop;
+use crate::fetch::{fetch, Session};
+use crate::future::is_cancelled;
+use crate::queue::Queue;
+use crate::task::Task;
+
+/// The crawl-wide state: what the original keeps on `self`.
+pub struct Crawler {
+    /// The roots, normalized and deduplicated (for the report's first URLs
+    /// and the host policy).
+    roots: Vec<Url>,
+    /// Which links are followed: scheme, hosts, `--exclude`.
+    policy: UrlPolicy,
+    /// `--max-redirect`: how many redirects a chain may take from a URL
+    /// found as a link (or a root).
+    max_redirect: usize,
+    /// `--max-tries`: attempts per URL on network errors.
+    max_tries: usize,
+    /// `--max-tasks`: the number of workers.
+    max_tasks: usize,
+    /// Where the log lines go.
+    log: Log,
+    /// The work: `(url, redirects still allowed)`.
+    q: Queue<(Url, usize)>,
+    /// Every URL ever queued: roots, new links, redirect targets. Their text
+    /// only: a parsed `Url` carries 64 bytes of offsets besides its text.
+    seen_urls: RefCell<HashSet<String>>,
+    /// One statistic per finished URL.
+    done: RefCell<Vec<FetchStatistic>>,
+    /// Fetch attempts under way now.
+    in_flight: Cell<usize>,
+    /// The most at once: the report's achieved concurrency.
+    peak_in_flight: Cell<usize>,
+    /// The connection pool, the deadline and the limits, shared by all
+    /// workers.
+    session: Session,
+    /// When the crawl started, for the report.
+    t0: Cell<Instant>,
+    /// When it ended (`None` while it runs).
+    t1: Cell<Option<Instant>>,
+}
+
+impl Crawler {
+    /// A crawler for `config`, its roots already queued.
+    pub fn new(config: &Config) -> anyhow::Result<Crawler> {
+        let mut roots: Vec<Url> = Vec::new();
+        for root in &config.roots {
+            let url = normalize_root(root)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("bad root URL {root:?}"))?;
+            if !roots.contains(&url) {
+                roots.push(url);
+            }
+        }
+        let crawler = Crawler {
+            policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
+            max_redirect: config.max_redirect,
+            max_tries: config.max_tries.max(1),
+            max_tasks: config.max_tasks.max(1),
+            log: config.log.clone(),
+            q: Queue::new(),
+            seen_urls: RefCell::new(HashSet::new()),
+            done: RefCell::new(Vec::new()),
+            in_flight: Cell::new(0),
+            peak_in_flight: Cell::new(0),
+            session: Session {
+                pool: ConnectionPool::new(MAX_IDLE_PER_HOST, shared::net::socket_budget()),
+                timeout: config.timeout,
+                limits: config.limits,
+                log: config.log.clone(),
+            },
+            t0: Cell::new(Instant::now()),
+            t1: Cell::new(None),
+            roots,
+        };
+        // Roots are exempt from `--exclude`: they are queued without asking
+        // the policy.
+        for root in &crawler.roots {
+            crawler.add_url(root.clone(), crawler.max_redirect);
+            crawler.log.debug(format_args!("queue {root}"));
+        }
+        Ok(crawler)
+    }
+
+    /// The roots, as normalized.
+    pub fn roots(&self) -> &[Url] {
+        &self.roots
+    }
+
+    // ANCHOR: crawl
+    /// Run the crawl until all work is done: start the workers, wait for
+    /// the queue to be joined, cancel the workers.
+    pub async fn crawl(self: Rc<Self>) -> anyhow::Result<()> {
+        self.t0.set(Instant::now());
+        let event_loop = get_running_loop();
+        let workers: Vec<Task<()>> = (0..self.max_tasks)
+            .map(|_| event_loop.create_task(self.clone().work()))
+            .collect();
+        self.q.join().await?;
+        for worker in &workers {
+            worker.cancel();
+        }
+        // Let each worker see its cancellation and finish (it is suspended
+        // in `q.get()`, which returns `Err(Cancelled)`).
+        for worker in workers {
+            if let Err(err) = worker.await {
+                if !is_cancelled(&err) {
+                    self.log.error(format_args!("worker failed: {err:#}"));
+                }
+            }
+        }
+        self.session.pool.close();
+        self.t1.set(Some(Instant::now()));
+        Ok(())
+    }
+
+    /// A worker: take a URL, fetch it, mark it done; forever, until cancelled.
+    async fn work(self: Rc<Self>) -> anyhow::Result<()> {
+        loop {
+            let (url, max_redirect) = self.q.get().await?;
+            let fetched = self.fetch(&url, max_redirect).await;
+            self.q.task_done()?;
+            fetched?;
+        }
+    }
+    // ANCHOR_END: crawl
+
+    // ANCHOR: fetch
+    /// Fetch one URL with retries, record how it ended, and queue what it
+    /// leads to: a redirect's target, or the page's new links. Only a
+    /// cancellation of the worker comes out as an error.
+    async fn fetch(&self, url: &Url, max_redirect: usize) -> anyhow::Result<()> {
+        let mut tries = 0;
+        let response = loop {
+            tries += 1;
+            let attempt = {
+                let _in_flight = InFlight::enter(self);
+                fetch(&self.session, url).await
+            };
+            match attempt {
+                Ok(response) => {
+                    if tries > 1 {
+                        self.log.info(format_args!("try {tries} for {url} success"));
+                    }
+                    break response;
+                }
+                Err(err) if is_cancelled(&err) => return Err(err),
+                Err(err) => {
+                    let err = FetchError::from_anyhow(&err);
+                    self.log
+                        .info(format_args!("try {tries} for {url} raised {err}"));
+                    if tries >= self.max_tries || !err.kind.is_retryable() {
+                        self.log
+                            .error(format_args!("{url} failed after {tries} tries"));
+                        self.record_statistic(FetchStatistic::failed(url.as_str(), err));
+                        return Ok(());
+                    }
+                }
+            }
+        };
+
+        let Analysis {
+            mut stat,
+            links,
+            redirect,
+        } = analyze(url, &response, &self.policy, &self.log);
+        // The body may be megabytes; the links are all we need of it now.
+        drop(response);
+        // A response can still end in failure (a redirect without
+        // `Location`): it is not retried — the server would say the same
+        // again — but it is a failure, and gets the failure's error line.
+        if stat.error.is_some() {
+            self.log
+                .error(format_args!("{url} failed after {tries} tries"));
+        }
+
+        if let Some(next_url) = redirect {
+            self.record_statistic(stat);
+            if self.seen_urls.borrow().contains(next_url.as_str()) {
+                // We have been down this path before.
+                self.log.debug(format_args!(
+                    "skip redirect {next_url} from {url}: already seen"
+                ));
+            } else if max_redirect > 0 {
+                self.log
+                    .info(format_args!("redirect to {next_url} from {url}"));
+                self.add_url(next_url, max_redirect - 1);
+            } else {
+                self.log.error(format_args!(
+                    "redirect limit reached for {next_url} from {url}"
+                ));
+            }
+        } else {
+            stat.num_new_urls = self.add_links(url, links);
+            self.record_statistic(stat);
+        }
+        Ok(())
+    }
+    // ANCHOR_END: fetch
+
+    // ANCHOR: add_links
+    /// Queue the links of `page` not seen before; how many that was (`NEW`).
+    fn add_links(&self, page: &Url, links: Vec<Url>) -> usize {
+        let mut new = 0;
+        for link in links {
+            if self.seen_urls.borrow().contains(link.as_str()) {
+                self.log
+                    .debug(format_args!("skip {link} from {page}: already seen"));
+            } else {
+                self.log.debug(format_args!("queue {link} from {page}"));
+                self.add_url(link, self.max_redirect);
+                new += 1;
+            }
+        }
+        new
+    }
+
+    /// Mark `url` seen and queue it with `max_redirect` redirects allowed.
+    fn add_url(&self, url: Url, max_redirect: usize) {
+        self.seen_urls.borrow_mut().insert(url.as_str().to_string());
+        self.q.put_nowait((url, max_redirect));
+    }
+    // ANCHOR_END: add_links
+
+    /// A URL is finished: its info line, and its statistic for the report.
+    fn record_statistic(&self, stat: FetchStatistic) {
+        self.log.info(report::line(&stat));
+        self.done.borrow_mut().push(stat);
+    }
+
+    /// The report of the crawl so far (complete once `crawl` has returned).
+    pub fn report(&self) -> CrawlReport {
+        let end = self.t1.get().unwrap_or_else(Instant::now);
+        CrawlReport {
+            stats: self.done.borrow().clone(),
+            elapsed: end.saturating_duration_since(self.t0.get()),
+            max_tasks: self.max_tasks,
+            peak_in_flight: self.peak_in_flight.get(),
+            todo: self.q.unfinished_tasks(),
+        }
+    }
+}
+
+/// Counts a fetch attempt as in flight for as long as it lives (and keeps
+/// the peak), however the attempt ends.
+struct InFlight<'a> {
+    /// Whose counter this is.
+    crawler: &'a Crawler,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(crawler: &'a Crawler) -> InFlight<'a> {
+        let now = crawler.in_flight.get() + 1;
+        crawler.in_flight.set(now);
+        if now > crawler.peak_in_flight.get() {
+            crawler.peak_in_flight.set(now);
+        }
+        InFlight { crawler }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.crawler.in_flight.set(self.crawler.in_flight.get() - 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shared::{Config, Lesson};
+
+    use super::*;
+
+    #[test]
+    fn in_flight_counts_the_peak_not_the_total() {
+        let crawler = Crawler::new(&Config::new(Lesson::Four, ["http://127.0.0.1:1/"])).unwrap();
+        {
+            let _a = InFlight::enter(&crawler);
+            let _b = InFlight::enter(&crawler);
+        }
+        let _c = InFlight::enter(&crawler);
+        assert_eq!(crawler.in_flight.get(), 1);
+        assert_eq!(crawler.peak_in_flight.get(), 2);
+    }
+
+    #[test]
+    fn roots_are_normalized_deduplicated_and_queued_once() {
+        let config = Config::new(
+            Lesson::Four,
+            [
+                "127.0.0.1:1/a",
+                "http://127.0.0.1:1/a#x",
+                "http://127.0.0.1:1/b",
+            ],
+        );
+        let crawler = Crawler::new(&config).unwrap();
+        let roots: Vec<&str> = crawler.roots().iter().map(Url::as_str).collect();
+        assert_eq!(roots, ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
+        assert_eq!(crawler.q.qsize(), 2);
+        assert_eq!(crawler.seen_urls.borrow().len(), 2);
+    }
+}

@@ -1,0 +1,140 @@
+//! # Fetching one URL: one attempt, on a pooled connection, with a deadline
+//!
+//! In lesson 3, `fetch` was a coroutine that connected, sent an HTTP/1.0
+//! request, read until the server closed, and parsed. Lesson 4's `fetch` is
+//! one *attempt* of the original crawler's `session.get(url,
+//! allow_redirects=False)`:
+//!
+//! - the connection comes from the [`ConnectionPool`] (reused, or new: the
+//!   pool resolves the host once per crawl and tries each address in order);
+//! - the request is HTTP/1.1, and reading stops when the parser says the
+//!   response is complete — the connection stays open for the next request;
+//! - a *stale* pooled connection — one the server closed while it was idle,
+//!   which fails before any byte of the response arrives — is not this URL's
+//!   fault: the request is resent on a fresh connection, within the same
+//!   attempt;
+//! - `wait_for` puts the `--timeout` deadline around all of it.
+//!
+//! What stays the same from fetch to fetch — the pool, the deadline, the
+//! limits, the log — is gathered in a [`Session`], aiohttp's name for it.
+//! Retries, redirects and links are the crawler's business
+//! ([`crate::crawler`]), as in the original.
+
+use std::pin::pin;
+use std::time::Duration;
+
+use anyhow::Context;
+use shared::http::{get_request, Limits, Response, ResponseParser, Version};
+use shared::log::Log;
+use shared::{FailKind, FetchError};
+use url::Url;
+
+use crate::connection_pool::{Connection, ConnectionPool};
+use crate::future::is_cancelled;
+use crate::wait_for::{wait_for, TimeoutError};
+
+/// What every fetch of a crawl shares: aiohttp's `ClientSession`.
+///
+/// One reference to it, rather than four arguments, is also what a fetch's
+/// coroutine stores — once per nested `async fn`, for every fetch in flight.
+pub struct Session {
+    /// Keep-alive connections.
+    pub pool: ConnectionPool,
+    /// `--timeout`: the deadline of one attempt.
+    pub timeout: Duration,
+    /// Response size limits.
+    pub limits: Limits,
+    /// For the debug line about resent requests.
+    pub log: Log,
+}
+
+// ANCHOR: fetch
+/// One attempt at `url`, within the session's timeout. The error is a
+/// [`FetchError`] (its kind is the report's `fail_<kind>`), or a
+/// cancellation of the task.
+pub async fn fetch(session: &Session, url: &Url) -> anyhow::Result<Response> {
+    match wait_for(pin!(get(session, url)), session.timeout).await {
+        Ok(response) => Ok(response),
+        Err(err) if is_cancelled(&err) => Err(err),
+        Err(err) if err.is::<TimeoutError>() => {
+            Err(FetchError::new(FailKind::Timeout, err.to_string()).into())
+        }
+        Err(err) => Err(FetchError::from_anyhow(&err).into()),
+    }
+}
+// ANCHOR_END: fetch
+
+// ANCHOR: get
+/// `GET url` on a pooled connection, resending once on a fresh connection
+/// when a reused one turns out to be stale.
+async fn get(session: &Session, url: &Url) -> anyhow::Result<Response> {
+    let mut fresh = false;
+    loop {
+        let mut connection = session.pool.connect(url, fresh).await?;
+        let mut parser = None;
+        match exchange(session, &mut connection, url, &mut parser).await {
+            Ok(response) => {
+                session.pool.release(connection, response.reusable);
+                return Ok(response);
+            }
+            // Stale: a reused connection, and not one byte of an answer.
+            Err(err) if connection.reused() && !received_any(&parser) && !is_cancelled(&err) => {
+                session.log.debug(format_args!(
+                    "{url}: pooled connection was closed ({err:#}), resending"
+                ));
+                fresh = true;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+// ANCHOR_END: get
+
+/// Has any byte of the response arrived?
+fn received_any(parser: &Option<Box<ResponseParser>>) -> bool {
+    parser.as_ref().is_some_and(|parser| parser.received_any())
+}
+
+// ANCHOR: exchange
+/// Send the request, then feed the parser what arrives until it has a
+/// complete response (or the server closes: then `finish` decides).
+///
+/// The parser is made when the first bytes arrive, and boxed: a fetch that
+/// is still waiting for its server holds neither a read buffer nor a
+/// parser, only an empty `Option`.
+async fn exchange(
+    session: &Session,
+    connection: &mut Connection,
+    url: &Url,
+    parser: &mut Option<Box<ResponseParser>>,
+) -> anyhow::Result<Response> {
+    let socket = connection.socket();
+    // The request is dropped once sent (and made again for a resend): a
+    // fetch waiting for its response keeps no copy of what it asked.
+    let request = get_request(url, Version::Http11KeepAlive);
+    socket
+        .write_all(&request)
+        .await
+        .context("sending request")?;
+    drop(request);
+    loop {
+        let parsed = socket
+            .read(|bytes| match parser {
+                Some(parser) if bytes.is_empty() => parser.finish().map(Some),
+                // Closed before a single byte: `finish` says how that ends,
+                // and no parser is kept (nothing was received).
+                None if bytes.is_empty() => ResponseParser::with_limits(session.limits)
+                    .finish()
+                    .map(Some),
+                _ => parser
+                    .get_or_insert_with(|| Box::new(ResponseParser::with_limits(session.limits)))
+                    .feed(bytes),
+            })
+            .await
+            .context("reading response")?;
+        if let Some(response) = parsed.context("reading response")? {
+            return Ok(response);
+        }
+    }
+}
+// ANCHOR_END: exchange

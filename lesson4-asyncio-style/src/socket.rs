@@ -1,0 +1,219 @@
+//! # An async socket: `connect`, `write_all`, `read`
+//!
+//! Lesson 3's `connect`, `send_all` and `read` were sub-coroutines written
+//! against the lesson's own loop, and `read` returned a fresh `Vec` per
+//! chunk. Here they are asyncio's `sock_connect`, `sock_sendall` and
+//! `sock_recv`, written against the loop's public API:
+//! each operation is *tried first*, and only when the system says
+//! `WouldBlock` does the coroutine install a reader or writer callback that
+//! wakes it, and wait. The callback is removed when the wait ends — also
+//! when it ends early, because the task was cancelled or a deadline dropped
+//! the coroutine.
+//!
+//! A socket is registered with the loop once, for its whole life
+//! (`EventLoop::register`), and deregistered when dropped: waiting costs no
+//! system call beyond the `poll` the loop makes anyway.
+//!
+//! `read` does not take a buffer. It reads into the loop's one shared buffer
+//! and hands the bytes to a closure (the HTTP parser's `feed`) before
+//! returning. A fetch that is waiting for its server therefore owns no read
+//! buffer at all — with ten thousand fetches waiting, that is the difference
+//! between a few hundred bytes each and 64 KiB each.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use mio::net::TcpStream;
+use mio::Token;
+
+use crate::event_loop::{get_running_loop, EventLoop};
+use crate::future::Cancelled;
+use crate::task::take_cancel_request;
+
+/// A non-blocking TCP connection registered with the running loop.
+pub struct Socket {
+    /// The connection.
+    stream: TcpStream,
+    /// Its token in the loop's table of sockets.
+    token: Token,
+    /// The loop it is registered with, to wait on and deregister from.
+    event_loop: EventLoop,
+}
+
+impl Socket {
+    // ANCHOR: connect
+    /// Open a connection to `addr`: asyncio's `sock_connect`. The connect is
+    /// started without blocking; the socket becomes *writable* when it is
+    /// established or has failed.
+    pub async fn connect(addr: SocketAddr) -> anyhow::Result<Socket> {
+        let socket = Socket::start_connect(addr)?;
+        loop {
+            socket.wait(Direction::Write).await?;
+            // Writable means "done", not "succeeded": the outcome is the
+            // socket's pending error, if any...
+            if let Some(err) = socket.stream.take_error()? {
+                return Err(err.into());
+            }
+            // ...and a peer address proves it connected. `NotConnected` is a
+            // readiness event that came too early: wait for the next one.
+            match socket.stream.peer_addr() {
+                Ok(_) => return Ok(socket),
+                Err(err) if err.kind() == io::ErrorKind::NotConnected => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+    // ANCHOR_END: connect
+
+    /// Start a non-blocking connect and register the socket with the loop.
+    fn start_connect(addr: SocketAddr) -> io::Result<Socket> {
+        let event_loop = get_running_loop();
+        let mut stream = TcpStream::connect(addr)?;
+        let token = event_loop.register(&mut stream)?;
+        Ok(Socket {
+            stream,
+            token,
+            event_loop,
+        })
+    }
+
+    // ANCHOR: write_all
+    /// Send all of `data`: asyncio's `sock_sendall`. A write may take only
+    /// part of the data; the rest waits for the socket to be writable again.
+    pub async fn write_all(&mut self, mut data: &[u8]) -> anyhow::Result<()> {
+        while !data.is_empty() {
+            // The outcome is settled before any `.await`, so the coroutine
+            // does not keep it (and its error) across the wait.
+            match (&self.stream).write(data) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
+                Ok(n) => {
+                    data = &data[n..];
+                    continue;
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err.into()),
+            }
+            self.wait(Direction::Write).await?;
+        }
+        Ok(())
+    }
+    // ANCHOR_END: write_all
+
+    // ANCHOR: read
+    /// Wait for bytes, read what is there into the loop's shared buffer, and
+    /// return `consume(bytes)`: asyncio's `sock_recv`, without a buffer of
+    /// our own. `consume` gets an empty slice when the peer has closed.
+    pub async fn read<R>(&mut self, consume: impl FnOnce(&[u8]) -> R) -> anyhow::Result<R> {
+        loop {
+            {
+                let mut buffer = self.event_loop.read_buffer();
+                match (&self.stream).read(&mut buffer) {
+                    Ok(n) => return Ok(consume(&buffer[..n])),
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(err) => return Err(err.into()),
+                }
+                // The buffer is released here, before waiting: other
+                // sockets read into it while this one waits.
+            }
+            self.wait(Direction::Read).await?;
+        }
+    }
+    // ANCHOR_END: read
+
+    // ANCHOR: wait
+    /// Wait until the socket is readable or writable: install a reader (or
+    /// writer) callback that wakes this task, and wait to be woken.
+    fn wait(&self, direction: Direction) -> Wait<'_> {
+        Wait {
+            socket: self,
+            direction,
+            installed: false,
+        }
+    }
+    // ANCHOR_END: wait
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.event_loop.deregister(&mut self.stream, self.token);
+    }
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket")
+            .field("peer", &self.stream.peer_addr().ok())
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
+}
+
+// ANCHOR: wait_future
+/// The future [`Socket::wait`] returns.
+///
+/// asyncio's `sock_recv` makes a future, and the reader callback resolves
+/// it. Here the callback wakes the task directly: the task's waker already
+/// is the meeting point between the callback and the coroutine, and a
+/// future in between would be one more allocation per wait — which, with
+/// ten thousand fetches waiting at once, is worth saving.
+struct Wait<'a> {
+    /// The socket to watch.
+    socket: &'a Socket,
+    /// Readable or writable.
+    direction: Direction,
+    /// The callback is installed: the next poll means the task was woken.
+    installed: bool,
+}
+
+impl std::future::Future for Wait<'_> {
+    type Output = anyhow::Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if take_cancel_request() {
+            return Poll::Ready(Err(Cancelled.into()));
+        }
+        // Woken. Usually by our callback; if by something else, the caller
+        // tries its operation, meets `WouldBlock`, and waits again.
+        if self.installed {
+            return Poll::Ready(Ok(()));
+        }
+        let waker = cx.waker().clone();
+        let callback = move || waker.wake_by_ref();
+        let (event_loop, token) = (&self.socket.event_loop, self.socket.token);
+        let installed = match self.direction {
+            Direction::Read => event_loop.add_reader(token, callback),
+            Direction::Write => event_loop.add_writer(token, callback),
+        };
+        if let Err(err) = installed {
+            return Poll::Ready(Err(err.into()));
+        }
+        self.installed = true;
+        Poll::Pending
+    }
+}
+
+/// However the wait ends — woken, cancelled, or dropped by a `wait_for` —
+/// the callback is removed: Rust's `finally: loop.remove_reader(fd)`.
+impl Drop for Wait<'_> {
+    fn drop(&mut self) {
+        if !self.installed {
+            return;
+        }
+        let (event_loop, token) = (&self.socket.event_loop, self.socket.token);
+        match self.direction {
+            Direction::Read => event_loop.remove_reader(token),
+            Direction::Write => event_loop.remove_writer(token),
+        };
+    }
+}
+// ANCHOR_END: wait_future

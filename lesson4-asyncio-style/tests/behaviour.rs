@@ -1,0 +1,1 @@
+shared::behaviour_suite!(shared::Lesson::Four, lesson4_asyncio_style::crawl);

@@ -1,0 +1,130 @@
+//! The connection pool on its own: idle connections are capped per host and
+//! reused newest first, and the socket budget makes a connect wait (or close
+//! an idle connection to another host) instead of failing.
+
+use std::time::Duration;
+
+use lesson4_asyncio_style::connection_pool::ConnectionPool;
+use lesson4_asyncio_style::event_loop::{get_running_loop, run};
+use lesson4_asyncio_style::sleep::sleep;
+use lesson4_asyncio_style::wait_for::wait_for;
+use shared::fixtures::server::{Site, TestServer};
+use shared::FailKind;
+use url::Url;
+
+fn root(server: &TestServer) -> Url {
+    Url::parse(&server.url("/")).unwrap()
+}
+
+#[test]
+fn idle_connections_are_capped_per_host_and_reused() {
+    let server = TestServer::start(Site::new().page("/", "x"));
+    let url = root(&server);
+    run(async move {
+        let pool = ConnectionPool::new(2, 100);
+        let a = pool.connect(&url, false).await?;
+        let b = pool.connect(&url, false).await?;
+        let c = pool.connect(&url, false).await?;
+        assert!(!a.reused());
+        assert_eq!(pool.open_count(), 3);
+        for connection in [a, b, c] {
+            pool.release(connection, true);
+        }
+        // Two kept idle, the third closed.
+        assert_eq!(pool.idle_count(), 2);
+        assert_eq!(pool.open_count(), 2);
+
+        let d = pool.connect(&url, false).await?;
+        assert!(d.reused());
+        assert_eq!(pool.idle_count(), 1);
+        // A response that does not allow reuse closes the connection.
+        pool.release(d, false);
+        assert_eq!(pool.open_count(), 1);
+        // `fresh` skips the idle one.
+        let e = pool.connect(&url, true).await?;
+        assert!(!e.reused());
+        assert_eq!(pool.opened_count(), 4);
+        drop(e);
+        pool.close();
+        assert_eq!(pool.open_count(), 0);
+        Ok(())
+    })
+    .unwrap();
+    drop(server);
+}
+
+#[test]
+fn a_connect_waits_for_a_free_socket_when_the_budget_is_spent() {
+    let server = TestServer::start(Site::new().page("/", "x"));
+    let url = root(&server);
+    run(async move {
+        let pool = ConnectionPool::new(10, 2);
+        let a = pool.connect(&url, true).await?;
+        let _b = pool.connect(&url, true).await?;
+        let (pool2, url2) = (pool.clone(), url.clone());
+        let third = get_running_loop()
+            .create_task(async move { pool2.connect(&url2, true).await.map(|c| c.reused()) });
+        sleep(Duration::from_millis(50)).await?;
+        assert!(!third.done(), "a third socket was opened over the budget");
+        drop(a);
+        let reused = wait_for(third, Duration::from_secs(10)).await?;
+        assert!(!reused);
+        assert_eq!(pool.opened_count(), 3);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn an_idle_connection_to_another_host_makes_room() {
+    let first = TestServer::start(Site::new().page("/", "1"));
+    let second = TestServer::start(Site::new().page("/", "2"));
+    let (url1, url2) = (root(&first), root(&second));
+    run(async move {
+        let pool = ConnectionPool::new(10, 1);
+        let a = pool.connect(&url1, false).await?;
+        pool.release(a, true);
+        assert_eq!(pool.idle_count(), 1);
+        // The budget (one socket) is held by an idle connection to the
+        // first server: it is closed to connect to the second.
+        let b = wait_for(
+            Box::pin(pool.connect(&url2, false)),
+            Duration::from_secs(10),
+        )
+        .await?;
+        assert!(!b.reused());
+        assert_eq!(pool.idle_count(), 0);
+        assert_eq!(pool.open_count(), 1);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn https_and_closed_ports_are_fetch_errors() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    run(async move {
+        let pool = ConnectionPool::new(10, 10);
+        let https = Url::parse("https://127.0.0.1/").unwrap();
+        let err = pool.connect(&https, false).await.unwrap_err();
+        let err = shared::FetchError::from_anyhow(&err);
+        assert_eq!(err.kind, FailKind::Unsupported);
+
+        let refused = Url::parse(&format!("http://{closed}/")).unwrap();
+        let err = pool.connect(&refused, false).await.unwrap_err();
+        let err = shared::FetchError::from_anyhow(&err);
+        assert_eq!(err.kind, FailKind::Connect);
+        assert!(
+            err.message.contains("connection refused"),
+            "{}",
+            err.message
+        );
+        // A failed connect gives its permit back.
+        assert_eq!(pool.open_count(), 0);
+        Ok(())
+    })
+    .unwrap();
+}

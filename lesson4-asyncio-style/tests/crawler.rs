@@ -1,0 +1,420 @@
+//! Lesson 4's crawler, after the original 500-lines crawler's `test.py`:
+//! redirects through the queue (chains, the limit, cycles, chains that
+//! meet), the number of workers, retries, encodings, content types, links
+//! that are not followed — and what only this lesson has, keep-alive.
+//!
+//! Every test runs the crawler against an in-process scripted server on
+//! `127.0.0.1:0` and asserts on URL-keyed results and log lines.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use lesson4_asyncio_style::crawl;
+use shared::fixtures::server::{Route, Site, TestServer};
+use shared::fixtures::sitegen::{generate, SiteSpec};
+use shared::log::{Level, Log};
+use shared::{Config, CrawlReport, FailKind, FetchStatistic, Lesson};
+
+/// A configuration crawling `server` from `path`, logging into a capture.
+fn config(server: &TestServer, path: &str) -> Config {
+    let mut config = Config::new(Lesson::Four, [server.url(path)]);
+    config.log = Log::capture(Level::Debug);
+    config.timeout = Duration::from_secs(10);
+    config
+}
+
+fn run(config: &Config) -> CrawlReport {
+    let report = crawl(config).expect("the crawl runs");
+    assert_eq!(report.todo, 0);
+    assert_eq!(report.urls().len(), report.stats.len(), "a URL twice");
+    report
+}
+
+fn stat<'a>(report: &'a CrawlReport, url: &str) -> &'a FetchStatistic {
+    report
+        .get(url)
+        .unwrap_or_else(|| panic!("{url} not in report:\n{}", report.render()))
+}
+
+fn urls(server: &TestServer, paths: &[&str]) -> BTreeSet<String> {
+    paths.iter().map(|p| server.url(p)).collect()
+}
+
+fn has_line(config: &Config, line: &str) -> bool {
+    config.log.lines().iter().any(|l| l == line)
+}
+
+#[test]
+fn redirect_chain_is_followed_through_the_queue() {
+    let server = TestServer::start(
+        Site::new()
+            .route("/", Route::redirect(301, "/a"))
+            .route("/a", Route::redirect(302, "/b"))
+            .route("/b", Route::redirect(307, "/page"))
+            .page("/page", "the end of the chain"),
+    );
+    let config = config(&server, "/");
+    let report = run(&config);
+    assert_eq!(report.urls(), urls(&server, &["/", "/a", "/b", "/page"]));
+    assert_eq!(
+        stat(&report, &server.url("/a")).next_url.as_deref(),
+        Some(server.url("/b").as_str())
+    );
+    assert_eq!(stat(&report, &server.url("/page")).status, Some(200));
+    for (from, to) in [("/", "/a"), ("/a", "/b"), ("/b", "/page")] {
+        let line = format!("redirect to {} from {}", server.url(to), server.url(from));
+        assert!(has_line(&config, &line), "no {line:?}");
+    }
+}
+
+#[test]
+fn redirect_limit_cuts_a_long_chain() {
+    let server = TestServer::start(
+        Site::new()
+            .route("/", Route::redirect(302, "/1"))
+            .route("/1", Route::redirect(302, "/2"))
+            .route("/2", Route::redirect(302, "/3"))
+            .route("/3", Route::redirect(302, "/4"))
+            .page("/4", "too far"),
+    );
+    let mut config = config(&server, "/");
+    config.max_redirect = 2;
+    let report = run(&config);
+    // The root may redirect twice: to /1, then /1 to /2. /2's redirect is
+    // recorded, but its target is not fetched.
+    assert_eq!(report.urls(), urls(&server, &["/", "/1", "/2"]));
+    assert_eq!(server.request_count("/3"), 0);
+    let line = format!(
+        "redirect limit reached for {} from {}",
+        server.url("/3"),
+        server.url("/2")
+    );
+    assert!(has_line(&config, &line), "{:#?}", config.log.lines());
+    assert_eq!(report.counts().get("redirect"), Some(&3));
+}
+
+#[test]
+fn redirect_limit_zero_follows_nothing() {
+    let server = TestServer::start(
+        Site::new()
+            .route("/", Route::redirect(301, "/next"))
+            .page("/next", "never fetched"),
+    );
+    let mut config = config(&server, "/");
+    config.max_redirect = 0;
+    let report = run(&config);
+    assert_eq!(report.urls(), urls(&server, &["/"]));
+    assert_eq!(server.request_count("/next"), 0);
+}
+
+#[test]
+fn redirect_cycle_ends() {
+    let server = TestServer::start(
+        Site::new()
+            .route("/", Route::redirect(302, "/x"))
+            .route("/x", Route::redirect(302, "/y"))
+            .route("/y", Route::redirect(302, "/")),
+    );
+    let config = config(&server, "/");
+    let report = run(&config);
+    assert_eq!(report.urls(), urls(&server, &["/", "/x", "/y"]));
+    for path in ["/", "/x", "/y"] {
+        assert_eq!(server.request_count(path), 1, "{path}");
+    }
+    // The cycle is closed by the seen-set, not by the limit.
+    assert!(!config
+        .log
+        .lines()
+        .iter()
+        .any(|l| l.starts_with("redirect limit reached")));
+}
+
+#[test]
+fn redirect_chains_that_meet_are_fetched_once() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/r1">1</a> <a href="/r2">2</a>"#)
+            .route("/r1", Route::redirect(301, "/target"))
+            .route("/r2", Route::redirect(302, "/target"))
+            .page("/target", "both roads lead here"),
+    );
+    let report = run(&config(&server, "/"));
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/r1", "/r2", "/target"])
+    );
+    assert_eq!(server.request_count("/target"), 1);
+    // Both redirects are reported with their target, fetched or not.
+    for path in ["/r1", "/r2"] {
+        assert_eq!(
+            stat(&report, &server.url(path)).next_url.as_deref(),
+            Some(server.url("/target").as_str())
+        );
+    }
+}
+
+/// A root linking to `n` pages that each answer after `delay`.
+fn slow_fanout(n: usize, delay: Duration) -> Site {
+    let links: String = (0..n)
+        .map(|i| format!(r#"<a href="/p{i}">{i}</a> "#))
+        .collect();
+    (0..n).fold(Site::new().page("/", links), |site, i| {
+        site.route(&format!("/p{i}"), Route::html("leaf").delay(delay))
+    })
+}
+
+#[test]
+fn max_tasks_bounds_the_fetches_in_flight_and_is_reached() {
+    let server = TestServer::start(slow_fanout(30, Duration::from_millis(100)));
+    let mut config = config(&server, "/");
+    config.max_tasks = 4;
+    let report = run(&config);
+    assert_eq!(report.stats.len(), 31);
+    assert_eq!(server.peak_in_flight(), 4);
+    assert_eq!(report.peak_in_flight, 4);
+    assert_eq!(report.max_tasks, 4);
+    assert!(report.render().contains("(max_tasks=4)"));
+}
+
+#[test]
+fn one_task_fetches_one_url_at_a_time() {
+    let server = TestServer::start(slow_fanout(5, Duration::from_millis(20)));
+    let mut config = config(&server, "/");
+    config.max_tasks = 1;
+    let report = run(&config);
+    assert_eq!(report.stats.len(), 6);
+    assert_eq!(server.peak_in_flight(), 1);
+    // One worker, one keep-alive connection, used for every page.
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn max_tries_retries_network_errors_until_success() {
+    // The root's connection is new, so each dropped request is a real
+    // failure (not a stale pooled connection): tries 1 and 2 fail, 3 works.
+    let server = TestServer::start(Site::new().route("/", Route::html("finally").drop_first(2)));
+    let config = config(&server, "/");
+    let report = run(&config);
+    let root = server.url("/");
+    assert_eq!(stat(&report, &root).status, Some(200));
+    assert_eq!(server.request_count("/"), 3);
+    let lines = config.log.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("try 1 for {root} raised "))),
+        "{lines:#?}"
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with(&format!("try 2 for {root} raised "))));
+    assert!(has_line(&config, &format!("try 3 for {root} success")));
+    assert!(!lines.iter().any(|l| l.contains("failed after")));
+}
+
+#[test]
+fn max_tries_one_fails_at_the_first_error() {
+    let server = TestServer::start(Site::new().route("/", Route::html("too late").drop_first(1)));
+    let mut config = config(&server, "/");
+    config.max_tries = 1;
+    let report = run(&config);
+    let root = server.url("/");
+    let err = stat(&report, &root).error.clone().expect("a failure");
+    assert_eq!(err.kind, FailKind::Reset);
+    assert!(has_line(&config, &format!("{root} failed after 1 tries")));
+    assert_eq!(server.request_count("/"), 1);
+    assert_eq!(report.counts().get("fail_reset"), Some(&1));
+}
+
+#[test]
+fn timeouts_are_retried_each_with_its_own_deadline() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/stuck">s</a>"#)
+            .route("/stuck", Route::stall()),
+    );
+    let mut config = config(&server, "/");
+    config.timeout = Duration::from_millis(200);
+    config.max_tries = 2;
+    let report = run(&config);
+    let stuck = server.url("/stuck");
+    assert_eq!(
+        stat(&report, &stuck).error.as_ref().map(|e| e.kind),
+        Some(FailKind::Timeout)
+    );
+    assert_eq!(server.request_count("/stuck"), 2);
+    assert!(has_line(&config, &format!("{stuck} failed after 2 tries")));
+}
+
+#[test]
+fn errors_that_would_repeat_are_not_retried() {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/big">b</a> <a href="https://127.0.0.1/s">s</a>"#,
+            )
+            .route("/big", Route::body("text/plain", vec![b'x'; 2000])),
+    );
+    let mut config = config(&server, "/");
+    config.limits.max_body_bytes = 1000;
+    let report = run(&config);
+    assert_eq!(server.request_count("/big"), 1);
+    let big = server.url("/big");
+    assert_eq!(
+        stat(&report, &big).error.as_ref().map(|e| e.kind),
+        Some(FailKind::TooLarge)
+    );
+    assert!(has_line(&config, &format!("{big} failed after 1 tries")));
+    let https = stat(&report, "https://127.0.0.1/s");
+    assert_eq!(
+        https.error.as_ref().map(|e| e.message.as_str()),
+        Some("https not supported")
+    );
+}
+
+#[test]
+fn a_stale_pooled_connection_is_resent_without_counting_a_try() {
+    // One worker, so /flaky goes out on the connection the root used. The
+    // server drops that request unanswered: to the crawler the pooled
+    // connection looks closed while idle, so it resends on a new one.
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/flaky">f</a>"#)
+            .route("/flaky", Route::html("served").drop_first(1)),
+    );
+    let mut config = config(&server, "/");
+    config.max_tasks = 1;
+    config.max_tries = 1;
+    let report = run(&config);
+    assert_eq!(stat(&report, &server.url("/flaky")).status, Some(200));
+    assert_eq!(server.request_count("/flaky"), 2);
+    assert_eq!(server.connections(), 2);
+    assert!(!config.log.lines().iter().any(|l| l.starts_with("try ")));
+}
+
+#[test]
+fn encodings_come_from_the_content_type() {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/latin">l</a> <a href="/quoted">q</a> <a href="/none">n</a>"#,
+            )
+            .route(
+                "/latin",
+                Route::body("text/html; charset=ISO-8859-1", b"caf\xe9".to_vec()),
+            )
+            .route(
+                "/quoted",
+                Route::body("text/html; charset=\"Shift_JIS\"", "x"),
+            )
+            .route("/none", Route::body("text/html", "no charset")),
+    );
+    let report = run(&config(&server, "/"));
+    let encoding = |p: &str| stat(&report, &server.url(p)).encoding.clone();
+    assert_eq!(encoding("/latin").as_deref(), Some("iso-8859-1"));
+    assert_eq!(encoding("/quoted").as_deref(), Some("shift_jis"));
+    assert_eq!(encoding("/none").as_deref(), Some("utf-8"));
+    assert_eq!(stat(&report, &server.url("/latin")).size, 4);
+}
+
+#[test]
+fn content_types_are_reported_without_parameters() {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/json">j</a> <a href="/png">p</a> <a href="/upper">u</a>"#,
+            )
+            .route("/json", Route::body("application/json", "{}"))
+            .route(
+                "/png",
+                Route::body("image/png", vec![0x89, b'P', b'N', b'G']),
+            )
+            .route("/upper", Route::body("Text/HTML; Charset=UTF-8", "hi")),
+    );
+    let report = run(&config(&server, "/"));
+    let kind = |p: &str| stat(&report, &server.url(p)).content_type.clone();
+    assert_eq!(kind("/json").as_deref(), Some("application/json"));
+    assert_eq!(kind("/png").as_deref(), Some("image/png"));
+    assert_eq!(kind("/upper").as_deref(), Some("text/html"));
+    assert_eq!(report.counts().get("other"), Some(&2));
+    assert_eq!(report.counts().get("html"), Some(&2));
+}
+
+#[test]
+fn non_html_bodies_are_not_searched_for_links() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/data.txt">d</a>"#)
+            .route(
+                "/data.txt",
+                Route::body("text/plain", r#"<a href="/hidden">not a link here</a>"#),
+            )
+            .page("/hidden", "unreachable"),
+    );
+    let report = run(&config(&server, "/"));
+    assert_eq!(report.urls(), urls(&server, &["/", "/data.txt"]));
+    assert_eq!(server.request_count("/hidden"), 0);
+}
+
+#[test]
+fn non_http_links_are_not_followed() {
+    let server = TestServer::start(Site::new().page(
+        "/",
+        r#"<a href="mailto:someone@example.com">m</a> <a href="ftp://127.0.0.1/f">f</a>
+           <a href="javascript:void(0)">j</a> <a href="/ok">ok</a>"#,
+    ));
+    let report = run(&config(&server, "/"));
+    assert_eq!(report.urls(), urls(&server, &["/", "/ok"]));
+    assert_eq!(stat(&report, &server.url("/")).num_urls, 1);
+}
+
+#[test]
+fn keep_alive_reuses_a_few_connections_for_many_pages() {
+    let site = generate(&SiteSpec::new(200));
+    let server = TestServer::start(site.to_site());
+    let mut config = config(&server, "/");
+    config.max_tasks = 10;
+    let report = run(&config);
+    assert_eq!(report.urls(), site.expected_urls(&server.origin()));
+    assert!(report.stats.len() >= 200);
+    assert!(
+        server.connections() <= 20,
+        "{} connections for {} requests",
+        server.connections(),
+        server.requests_total()
+    );
+    assert!(report.stats.iter().all(|s| s.error.is_none()));
+}
+
+#[test]
+fn a_root_that_does_not_parse_is_an_error() {
+    let mut config = Config::new(Lesson::Four, ["http://[not a host/"]);
+    config.log = Log::capture(Level::Debug);
+    assert!(crawl(&config).is_err());
+}
+
+#[test]
+fn a_connection_the_server_closes_is_not_reused() {
+    // One worker: / then /a share a connection; /a's answer says
+    // `Connection: close`, so /b needs a new one.
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a>"#)
+            .route(
+                "/a",
+                Route::html(r#"<a href="/b">b</a>"#).header("Connection", "close"),
+            )
+            .page("/b", "b"),
+    );
+    let mut config = config(&server, "/");
+    config.max_tasks = 1;
+    let report = run(&config);
+    assert_eq!(report.urls(), urls(&server, &["/", "/a", "/b"]));
+    assert_eq!(server.connections(), 2);
+    assert!(report.stats.iter().all(|s| s.error.is_none()));
+    // Not reused and found stale: never reused at all.
+    assert!(!config.log.lines().iter().any(|l| l.contains("resending")));
+}
