@@ -88,13 +88,14 @@ pub fn draw(ctx: &Ctx) -> Result<()> {
         });
     }
     if !groups.is_empty() {
-        let svg = bar_chart(
-            "Whole crawl of the generated site (median wall time, shorter is better)",
-            &groups,
-            "seconds",
-            None,
-            |v| format!("{v}"),
+        // `speed-<server>.tsv` holds the default site's figures (other
+        // sizes get their own file names), so the title can say which.
+        let title = format!(
+            "Whole crawl of {} pages of {} KiB (median wall time, shorter is better)",
+            thousands(crate::speed::DEFAULT_PAGES as u64),
+            crate::speed::DEFAULT_PAGE_BYTES / 1024
         );
+        let svg = bar_chart(&title, &groups, "seconds", None, |v| format!("{v}"));
         write(&img.join("speed.svg"), &svg)?;
         drew += 1;
     }

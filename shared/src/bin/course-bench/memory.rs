@@ -97,7 +97,11 @@ pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
                     bytes(m.busy.status.rss as f64),
                     bytes(per),
                     bytes(beyond),
-                    if per <= TARGET_BYTES { "yes" } else { "no" },
+                    match (per <= TARGET_BYTES, beyond <= TARGET_BYTES) {
+                        (true, _) => "yes",
+                        (false, true) => "no; yes beyond an idle worker",
+                        (false, false) => "no",
+                    },
                 );
                 let _ = writeln!(
                     tsv,

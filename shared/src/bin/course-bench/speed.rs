@@ -33,8 +33,9 @@ struct Spec {
     crawl_timeout: Duration,
 }
 
-const DEFAULT_PAGES: usize = 10_000;
-const DEFAULT_PAGE_BYTES: usize = 16_384;
+/// The spec's site size; results for it go to `speed-<server>.md`.
+pub const DEFAULT_PAGES: usize = 10_000;
+pub const DEFAULT_PAGE_BYTES: usize = 16_384;
 
 pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
     let pages = opts.number("pages", DEFAULT_PAGES, 1)?;
