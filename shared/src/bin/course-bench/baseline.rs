@@ -33,20 +33,28 @@ pub struct Fetched {
     /// TCP connections opened (more than the concurrency only if the server
     /// closed some).
     pub connections: usize,
-    /// Requests that failed once and were sent again on a new connection,
-    /// with the first such error: a healthy run has none.
+    /// Requests that failed once and were sent again on a new connection:
+    /// a healthy run has none.
     pub retries: usize,
+    /// The first such failure, to say what went wrong.
     pub first_retry_error: Option<String>,
 }
 
 /// One worker's tally.
+/// (The fields mean what [`Fetched`]'s do, for one worker.)
 #[derive(Debug, Default)]
 struct Tally {
+    /// Responses read.
     responses: usize,
+    /// Body bytes read.
     body_bytes: u64,
+    /// Status → count.
     statuses: BTreeMap<u16, usize>,
+    /// Connections opened.
     connections: usize,
+    /// Requests sent a second time.
     retries: usize,
+    /// The first failure that caused a retry.
     first_retry_error: Option<String>,
 }
 

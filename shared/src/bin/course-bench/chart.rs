@@ -22,16 +22,22 @@ const BAR_H: f64 = 18.0;
 
 /// One bar.
 struct Bar {
+    /// Left of the axis: what the bar is.
     label: String,
-    /// `None`: no bar, `text` explains why (a wrong crawl).
+    /// Its length in axis units. `None`: no bar, `text` explains why (a
+    /// wrong crawl).
     value: Option<f64>,
+    /// Right of the bar: the value as people read it.
     text: String,
+    /// One colour per lesson, the same in both charts.
     colour: &'static str,
 }
 
 /// A titled group of bars.
 struct Group {
+    /// Printed above the group (empty: none).
     title: String,
+    /// The bars, top to bottom.
     bars: Vec<Bar>,
 }
 

@@ -212,20 +212,43 @@ pub fn measured_code(ctx: &Ctx) -> String {
         .parent()
         .and_then(Path::parent)
         .filter(|p| p.join("Cargo.toml").is_file());
-    let commit = root.and_then(|root| {
+    let git = |root: &Path, args: &[&str]| -> Option<String> {
         let out = std::process::Command::new("git")
             .arg("-C")
             .arg(root)
-            .args(["describe", "--always", "--dirty"])
+            .args(args)
             .output()
             .ok()?;
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    });
-    match commit {
-        Some(c) => format!("binaries built from commit `{c}`"),
-        None => format!("binaries from `{}`", ctx.bin_dir.display()),
+    };
+    let Some((root, commit)) =
+        root.and_then(|r| Some((r, git(r, &["rev-parse", "--short", "HEAD"])?)))
+    else {
+        return format!("binaries from `{}`", ctx.bin_dir.display());
+    };
+    // Only changes to what the binaries are built from matter; the result
+    // files this program rewrites as it goes do not.
+    let changed = git(
+        root,
+        &[
+            "status",
+            "--porcelain",
+            "--",
+            "lesson1-threadpool",
+            "lesson2-callbacks",
+            "lesson3-generators",
+            "lesson4-asyncio-style",
+            "shared/src",
+            ":!shared/src/bin",
+        ],
+    )
+    .is_some_and(|s| !s.is_empty());
+    if changed {
+        format!("binaries built from commit `{commit}` plus uncommitted changes")
+    } else {
+        format!("binaries built from commit `{commit}`")
     }
 }
 

@@ -24,12 +24,19 @@ use crate::{baseline, Ctx, Opts};
 /// The options of one `speed` invocation.
 #[derive(Debug, Clone)]
 struct Spec {
+    /// HTML pages in the generated site.
     pages: usize,
+    /// Size each page is padded to.
     page_bytes: usize,
+    /// Rounds; each contender runs once per round.
     runs: usize,
+    /// The baseline's connections, lesson 1's threads, lesson 4's tasks.
     concurrency: usize,
+    /// Which servers to crawl, in turn.
     servers: Vec<Kind>,
+    /// Which lessons to run.
     lessons: Vec<u8>,
+    /// A crawl still running after this is killed and reported.
     crawl_timeout: Duration,
 }
 
@@ -167,7 +174,9 @@ enum Outcome {
 
 /// The finished table, as Markdown and as TSV.
 struct Table {
+    /// For the chapter and stdout.
     markdown: String,
+    /// For `chart`.
     tsv: String,
 }
 
