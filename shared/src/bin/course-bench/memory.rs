@@ -41,6 +41,10 @@ const TARGET_BYTES: f64 = 1024.0;
 
 /// How long to wait for all N fetches to reach the server.
 const REACH_TIMEOUT: Duration = Duration::from_secs(150);
+/// Give up sooner if their number has not grown for this long. (The
+/// server's listen backlog makes a few connects wait a second or three for
+/// the kernel's SYN retry, so this is well above that.)
+const STUCK_AFTER: Duration = Duration::from_secs(30);
 
 pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
     let fetches = opts.number("fetches", 10_000, 2)?;
@@ -314,11 +318,23 @@ fn sample(
     // Wait for every stalling request to be in flight.
     let started = Instant::now();
     let mut best = 0;
+    let mut progress_at = Instant::now();
     loop {
         let now = server.in_flight();
-        best = best.max(now);
+        if now > best {
+            best = now;
+            progress_at = Instant::now();
+        }
         if now >= links {
             break;
+        }
+        // A count that stopped growing will not reach N (a descriptor or
+        // thread limit): no need to wait out the whole timeout.
+        if progress_at.elapsed() > STUCK_AFTER {
+            let _ = child.kill();
+            return Err(format!(
+                "the fetches in flight stopped growing at {best} of {links}"
+            ));
         }
         if child.exited().is_some() {
             let done = child.kill();
