@@ -1,0 +1,397 @@
+//! Running the lesson binaries: finding (and building) them, starting one
+//! under a descriptor limit, timing it to its exit, and reading its memory
+//! from `/proc`.
+//!
+//! A lesson is started through `sh -c 'ulimit -n N && exec "$0" "$@"' BIN
+//! ARGS...`: the shell lowers or raises the limit and then *becomes* the
+//! lesson (`exec`), so the PID we hold is the crawler's own and its
+//! `/proc/PID/status` is the crawler's memory, not a shell's.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::Ctx;
+
+/// The crate that builds lesson `n`'s binary.
+pub fn lesson_crate(n: u8) -> &'static str {
+    match n {
+        1 => "lesson1-threadpool",
+        2 => "lesson2-callbacks",
+        3 => "lesson3-generators",
+        _ => "lesson4-asyncio-style",
+    }
+}
+
+/// `cargo build --release -p CRATE [--bin BIN]` in the workspace, unless the
+/// context says not to build. A failed build is an error for that binary
+/// only: the caller reports the lesson as missing and goes on.
+fn build(ctx: &Ctx, krate: &str, bin: Option<&str>) -> Result<()> {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(&ctx.workspace)
+        .args(["build", "--release", "--quiet", "-p", krate]);
+    if let Some(bin) = bin {
+        cmd.args(["--bin", bin]);
+    }
+    eprintln!("  building {krate} (cargo build --release -p {krate})");
+    let status = cmd
+        .status()
+        .with_context(|| format!("running cargo to build {krate}"))?;
+    if !status.success() {
+        bail!("cargo build --release -p {krate} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The path of a binary in `--bin-dir`, built first when the context allows.
+fn binary(ctx: &Ctx, name: &str, krate: &str, bin: Option<&str>) -> Result<PathBuf> {
+    let path = ctx.bin_dir.join(name);
+    if ctx.build {
+        build(ctx, krate, bin)?;
+    }
+    if !path.is_file() {
+        bail!(
+            "{} is missing (build it with `cargo build --release -p {krate}`, or pass --bin-dir)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Lesson `n`'s binary (`lesson1` … `lesson4`).
+pub fn lesson_binary(ctx: &Ctx, n: u8) -> Result<PathBuf> {
+    binary(ctx, &format!("lesson{n}"), lesson_crate(n), None)
+}
+
+/// The course's static file server, `serve` (in the `shared` crate).
+pub fn serve_binary(ctx: &Ctx) -> Result<PathBuf> {
+    binary(ctx, "serve", "shared", Some("serve"))
+}
+
+/// Lesson number → its binary.
+pub type Found = Vec<(u8, PathBuf)>;
+/// Lesson number → why it cannot be measured.
+pub type Missing = Vec<(u8, String)>;
+
+/// The binaries of the asked-for lessons that exist (or could be built);
+/// the others are reported on stderr and in the returned list of problems.
+pub fn lesson_binaries(ctx: &Ctx, lessons: &[u8]) -> (Found, Missing) {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for &n in lessons {
+        match lesson_binary(ctx, n) {
+            Ok(path) => found.push((n, path)),
+            Err(e) => {
+                eprintln!("  lesson {n} skipped: {e:#}");
+                missing.push((n, format!("{e:#}")));
+            }
+        }
+    }
+    (found, missing)
+}
+
+/// A child process that is killed if it is dropped while still running, so
+/// that no error path in the bench leaves a crawler behind.
+#[derive(Debug)]
+pub struct Running {
+    /// The process (the lesson itself, after the shell's `exec`).
+    child: Child,
+    /// When it was started.
+    started: Instant,
+    /// Collects stdout; returns the bytes and when the pipe closed, which is
+    /// when the process exited, to the microsecond (the exit is otherwise
+    /// only seen by polling).
+    stdout: Option<JoinHandle<(Vec<u8>, Instant)>>,
+    /// Collects stderr (bounded: the tail is what explains a failure).
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+/// How a finished child ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its exit status (`None`: it was killed at the deadline).
+    pub status: Option<ExitStatus>,
+    /// Wall time from spawn to exit.
+    pub elapsed: Duration,
+    /// Everything it printed on stdout (the report).
+    pub stdout: String,
+    /// The end of what it printed on stderr.
+    pub stderr: String,
+}
+
+/// The line `spawn_timed`'s shell prints before `times`.
+const CPU_MARK: &str = "course-bench-cpu-times";
+
+impl Finished {
+    /// The CPU time (user + system) of a child started with
+    /// [`Running::spawn_timed`], from the `times` lines at the end of its
+    /// stderr: the shell's own times, then its children's (`0m1.234s
+    /// 0m0.456s`).
+    pub fn cpu(&self) -> Option<Duration> {
+        let after = self.stderr.rsplit_once(CPU_MARK)?.1;
+        let children = after.lines().filter(|l| !l.trim().is_empty()).nth(1)?;
+        let mut total = 0.0;
+        for field in children.split_whitespace() {
+            let (m, s) = field.strip_suffix('s')?.split_once('m')?;
+            total += m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?;
+        }
+        Some(Duration::from_secs_f64(total))
+    }
+
+    /// Stderr without `spawn_timed`'s `times` lines.
+    pub fn errors(&self) -> &str {
+        match self.stderr.rsplit_once(CPU_MARK) {
+            Some((before, _)) => before,
+            None => &self.stderr,
+        }
+    }
+}
+
+/// CPU time (user + system) a process has used so far, all its threads,
+/// from `/proc/PID/stat` (fields 14 and 15, in the kernel's fixed 100 ticks
+/// a second).
+pub fn cpu_of(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMM) STATE ...": the name may hold spaces, so count fields
+    // after its closing parenthesis; utime is then the 12th.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// How many connection attempts the kernel has dropped so far because a
+/// listening socket's accept queue was full (`ListenOverflows` in
+/// `/proc/net/netstat`; machine-wide, so other programs count too). A
+/// dropped SYN is retried by the client after a second, then three, then
+/// seven: a few of these turn a fast crawl into a slow one.
+pub fn listen_overflows() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let names = lines.next()?;
+    let values = lines.next()?;
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "ListenOverflows")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+/// Keep at most this much of a child's stderr.
+const STDERR_KEEP: usize = 256 * 1024;
+
+impl Running {
+    /// Start `bin args...` under `ulimit -n nofile`, stdout and stderr
+    /// captured, stdin closed. The PID is the lesson's own.
+    pub fn spawn(bin: &Path, args: &[String], nofile: usize) -> Result<Running> {
+        Running::start(
+            bin,
+            args,
+            format!("ulimit -n {nofile} && exec \"$0\" \"$@\""),
+        )
+    }
+
+    /// Like [`Running::spawn`], but the shell stays to run `times` after
+    /// the lesson exits, which prints the CPU time its children used — the
+    /// lesson's user and system time, without any libc call here. See
+    /// [`Finished::cpu`]. The PID is the shell's.
+    pub fn spawn_timed(bin: &Path, args: &[String], nofile: usize) -> Result<Running> {
+        Running::start(
+            bin,
+            args,
+            format!(
+                "ulimit -n {nofile} || exit 125; \"$0\" \"$@\"; s=$?; echo {CPU_MARK} >&2; times >&2; exit $s"
+            ),
+        )
+    }
+
+    fn start(bin: &Path, args: &[String], script: String) -> Result<Running> {
+        let started = Instant::now();
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg(bin)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let mut out = child.stdout.take().context("child stdout")?;
+        let mut err = child.stderr.take().context("child stderr")?;
+        let stdout = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = out.read_to_end(&mut bytes);
+            (bytes, Instant::now())
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let mut buf = [0u8; 8192];
+            loop {
+                match err.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        kept.extend_from_slice(&buf[..n]);
+                        if kept.len() > 2 * STDERR_KEEP {
+                            kept.drain(..kept.len() - STDERR_KEEP);
+                        }
+                    }
+                }
+            }
+            kept
+        });
+        Ok(Running {
+            child,
+            started,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it has exited (and how).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Wait for the exit, killing it at `limit`.
+    pub fn wait(mut self, limit: Duration) -> Finished {
+        let deadline = self.started + limit;
+        let status = loop {
+            if let Some(status) = self.exited() {
+                break Some(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            // Polling only decides when to look again; the exit time itself
+            // comes from the stdout pipe closing (see `stdout`).
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let polled_end = Instant::now();
+        self.collect(status, polled_end)
+    }
+
+    /// Kill it now and collect what it printed.
+    pub fn kill(mut self) -> Finished {
+        let _ = self.child.kill();
+        let status = self.child.wait().ok();
+        self.collect(status, Instant::now())
+    }
+
+    fn collect(&mut self, status: Option<ExitStatus>, polled_end: Instant) -> Finished {
+        let (stdout, closed_at) = self
+            .stdout
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or((Vec::new(), polled_end));
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        // The pipe closes when the process exits (a lesson does not close its
+        // stdout early); if it somehow did, the poll time is the bound.
+        let end = closed_at.min(polled_end);
+        Finished {
+            status,
+            elapsed: end.saturating_duration_since(self.started),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: tail(&String::from_utf8_lossy(&stderr), 2000),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The last `max` bytes of `s` (on a character boundary), for error messages.
+pub fn tail(s: &str, max: usize) -> String {
+    let s = s.trim_end();
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &s[start..])
+}
+
+/// The memory figures of a process, from `/proc/PID/status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcStatus {
+    /// Resident set size now, bytes: the pages of the process in RAM.
+    pub rss: u64,
+    /// The highest RSS so far ("high water mark"), bytes.
+    pub hwm: u64,
+    /// Threads in the process.
+    pub threads: u64,
+}
+
+/// Read `/proc/PID/status`; `None` once the process is gone.
+pub fn proc_status(pid: u32) -> Option<ProcStatus> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut st = ProcStatus::default();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        let key = parts.next().unwrap_or("");
+        let value: u64 = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        match key {
+            "VmRSS:" => st.rss = value * 1024,
+            "VmHWM:" => st.hwm = value * 1024,
+            "Threads:" => st.threads = value,
+            _ => {}
+        }
+    }
+    Some(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_lines_give_the_childs_cpu_time() {
+        let done = Finished {
+            status: None,
+            elapsed: Duration::ZERO,
+            stdout: String::new(),
+            stderr: format!("oops\n{CPU_MARK}\n0m0.001000s 0m0.002000s\n1m1.250000s 0m0.500000s\n"),
+        };
+        assert_eq!(done.cpu(), Some(Duration::from_millis(61_750)));
+        assert_eq!(done.errors(), "oops\n");
+    }
+
+    #[test]
+    fn a_timed_child_reports_its_exit_and_cpu() {
+        let run = Running::spawn_timed(
+            Path::new("sh"),
+            &["-c".into(), "echo hi; exit 3".into()],
+            256,
+        )
+        .unwrap();
+        let done = run.wait(Duration::from_secs(20));
+        assert_eq!(done.status.and_then(|s| s.code()), Some(3));
+        assert_eq!(done.stdout, "hi\n");
+        assert!(done.cpu().is_some(), "{:?}", done.stderr);
+        assert!(cpu_of("self").is_some());
+        assert!(listen_overflows().is_some());
+    }
+}

@@ -1,0 +1,499 @@
+//! `speed`: whole crawls of a generated site, against the baseline.
+//!
+//! The site is generated once ([`generate`]), written to a temporary folder,
+//! and served by each server in turn. On each server, every contender — the
+//! baseline and each lesson — runs once per round, in an order that rotates
+//! from round to round, so slow drift on a shared machine (another build, a
+//! neighbour's test run) spreads over all of them. A lesson's crawl counts
+//! only if its report is the expected one: the right `Done` count, nothing
+//! left to do, and exactly the URL set the generator says a crawl must find.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use shared::fixtures::sitegen::{generate, GeneratedSite, SiteSpec};
+
+use crate::output::{self, median, secs, thousands, Report};
+use crate::procs::{self, Running};
+use crate::servers::{self, Kind, Server};
+use crate::{baseline, Ctx, Opts};
+
+/// The options of one `speed` invocation.
+#[derive(Debug, Clone)]
+struct Spec {
+    /// HTML pages in the generated site.
+    pages: usize,
+    /// Size each page is padded to.
+    page_bytes: usize,
+    /// Rounds; each contender runs once per round.
+    runs: usize,
+    /// The baseline's connections, lesson 1's threads, lesson 4's tasks.
+    concurrency: usize,
+    /// Which servers to crawl, in turn.
+    servers: Vec<Kind>,
+    /// Which lessons to run.
+    lessons: Vec<u8>,
+    /// A crawl still running after this is killed and reported.
+    crawl_timeout: Duration,
+}
+
+/// The spec's site size; results for it go to `speed-<server>.md`.
+pub const DEFAULT_PAGES: usize = 10_000;
+pub const DEFAULT_PAGE_BYTES: usize = 16_384;
+
+pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
+    let pages = opts.number("pages", DEFAULT_PAGES, 1)?;
+    let page_bytes = opts.number("page-bytes", DEFAULT_PAGE_BYTES, 0)?;
+    let runs = opts.number("runs", 5, 1)?;
+    let concurrency = opts.number("concurrency", 100, 1)?;
+    let servers = match opts.value("server")?.as_deref() {
+        None | Some("both") => vec![Kind::Fixture, Kind::Nginx],
+        Some("fixture") => vec![Kind::Fixture],
+        Some("nginx") => vec![Kind::Nginx],
+        Some(other) => bail!("--server takes fixture, nginx or both, not {other:?}"),
+    };
+    let lessons = opts.lessons(&[1, 2, 3, 4])?;
+    let crawl_timeout = Duration::from_secs(opts.number("crawl-timeout", 600, 1)? as u64);
+    opts.finish()?;
+    let spec = Spec {
+        pages,
+        page_bytes,
+        runs,
+        concurrency,
+        servers,
+        lessons,
+        crawl_timeout,
+    };
+
+    eprintln!("speed: finding the binaries");
+    let (binaries, missing) = procs::lesson_binaries(ctx, &spec.lessons);
+    let nginx = servers::find_nginx();
+    if nginx.is_none() && spec.servers.contains(&Kind::Nginx) {
+        eprintln!("speed: {}", servers::NGINX_MISSING);
+    }
+    let serve = if spec.servers.contains(&Kind::Fixture) {
+        Some(procs::serve_binary(ctx)?)
+    } else {
+        None
+    };
+
+    eprintln!(
+        "speed: generating {} pages of {} bytes",
+        thousands(spec.pages as u64),
+        thousands(spec.page_bytes as u64)
+    );
+    let site = generate(&SiteSpec {
+        page_bytes: spec.page_bytes,
+        ..SiteSpec::new(spec.pages)
+    });
+    let dir = SiteDir::new()?;
+    site.write_to(&dir.0)
+        .with_context(|| format!("writing the site to {}", dir.0.display()))?;
+
+    for &kind in &spec.servers {
+        let server = match kind {
+            Kind::Fixture => match &serve {
+                Some(serve) => Server::fixture(serve, &dir.0)?,
+                None => continue,
+            },
+            Kind::Nginx => match &nginx {
+                Some(nginx) => Server::nginx(nginx, &dir.0, ctx.child_nofile)?,
+                None => continue,
+            },
+        };
+        eprintln!("speed: serving with {} at {}", kind.name(), server.origin());
+        let table = run_on(ctx, &spec, &site, &server, &binaries, &missing)?;
+        drop(server);
+        print!("{}", table.markdown);
+        let stem = if spec.pages == DEFAULT_PAGES && spec.page_bytes == DEFAULT_PAGE_BYTES {
+            format!("speed-{}", kind.name())
+        } else {
+            format!("speed-{}-{}x{}", kind.name(), spec.pages, spec.page_bytes)
+        };
+        output::write_result(ctx, &format!("{stem}.md"), &table.markdown)?;
+        output::write_result(ctx, &format!("{stem}.tsv"), &table.tsv)?;
+    }
+    Ok(())
+}
+
+/// The generated site's folder, removed when dropped.
+struct SiteDir(PathBuf);
+
+impl SiteDir {
+    fn new() -> Result<SiteDir> {
+        let dir = std::env::temp_dir().join(format!("course-bench-site-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(SiteDir(dir))
+    }
+}
+
+impl Drop for SiteDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One contender: the baseline or a lesson.
+#[derive(Debug)]
+struct Contender {
+    /// `baseline`, `lesson1`, ...
+    name: String,
+    /// The row label.
+    label: String,
+    /// How it is run (for the table).
+    how: String,
+    /// Lesson number and binary, or `None` for the baseline.
+    lesson: Option<(u8, PathBuf)>,
+    /// Times of the correct runs.
+    times: Vec<Duration>,
+    /// Achieved concurrency reported by each correct run.
+    concurrency: Vec<u64>,
+    /// CPU time (user + system) of each correct run: the crawler's, or the
+    /// bench process's for the baseline.
+    cpu: Vec<Duration>,
+    /// The server's CPU time during each correct run.
+    server_cpu: Vec<Duration>,
+    /// Connection attempts dropped by a full accept queue during each
+    /// correct run.
+    overflows: Vec<u64>,
+    /// Why a run was wrong or failed (the first such reason), and how many.
+    problems: Vec<String>,
+}
+
+/// What one measurement gave.
+enum Outcome {
+    /// A correct run: wall time, achieved concurrency, CPU time.
+    Ok(Duration, u64, Duration),
+    /// A run that finished with the wrong result, or did not finish.
+    Bad(String),
+}
+
+/// The finished table, as Markdown and as TSV.
+struct Table {
+    /// For the chapter and stdout.
+    markdown: String,
+    /// For `chart`.
+    tsv: String,
+}
+
+fn run_on(
+    ctx: &Ctx,
+    spec: &Spec,
+    site: &GeneratedSite,
+    server: &Server,
+    binaries: &[(u8, PathBuf)],
+    missing: &[(u8, String)],
+) -> Result<Table> {
+    let origin = server.origin();
+    let expected = site.expected_urls(&origin);
+    let paths: Arc<Vec<String>> = Arc::new(
+        expected
+            .iter()
+            .map(|u| u[origin.len()..].to_string())
+            .collect(),
+    );
+    let root = format!("{origin}/");
+
+    // One unmeasured baseline run warms the page cache and the server, and
+    // tells us what the site answers.
+    let warm = baseline::fetch_all(server.addr, &paths, spec.concurrency)
+        .context("warm-up baseline run")?;
+
+    let mut contenders = vec![Contender {
+        name: "baseline".into(),
+        label: "baseline: keep-alive fetch, no parsing".into(),
+        how: format!(
+            "{} keep-alive connections, URL list known",
+            spec.concurrency
+        ),
+        lesson: None,
+        times: Vec::new(),
+        concurrency: Vec::new(),
+        cpu: Vec::new(),
+        server_cpu: Vec::new(),
+        overflows: Vec::new(),
+        problems: Vec::new(),
+    }];
+    for (n, bin) in binaries {
+        let how = match n {
+            1 => format!("`lesson1 -q --threads {}`", spec.concurrency),
+            4 => format!("`lesson4 -q --max-tasks {}`", spec.concurrency),
+            _ => format!("`lesson{n} -q` (unbounded)"),
+        };
+        contenders.push(Contender {
+            name: format!("lesson{n}"),
+            label: format!("lesson {n}"),
+            how,
+            lesson: Some((*n, bin.clone())),
+            times: Vec::new(),
+            concurrency: Vec::new(),
+            cpu: Vec::new(),
+            server_cpu: Vec::new(),
+            overflows: Vec::new(),
+            problems: Vec::new(),
+        });
+    }
+
+    for round in 0..spec.runs {
+        let k = contenders.len();
+        for j in 0..k {
+            let c = &mut contenders[(round + j) % k];
+            let server_before = server.cpu();
+            let overflows_before = procs::listen_overflows().unwrap_or(0);
+            let outcome = match &c.lesson {
+                None => {
+                    let before = procs::cpu_of("self").unwrap_or_default();
+                    match baseline::fetch_all(server.addr, &paths, spec.concurrency) {
+                        Ok(f) => {
+                            let cpu = procs::cpu_of("self").unwrap_or_default();
+                            if f.retries > 0 {
+                                eprintln!(
+                                    "  baseline: {} requests retried on a new connection, first: {}",
+                                    f.retries,
+                                    f.first_retry_error.as_deref().unwrap_or("?")
+                                );
+                            }
+                            Outcome::Ok(f.elapsed, spec.concurrency as u64, cpu - before)
+                        }
+                        Err(e) => Outcome::Bad(format!("{e:#}")),
+                    }
+                }
+                Some((n, bin)) => crawl(ctx, spec, *n, bin, &root, &expected)?,
+            };
+            let server_cpu = server.cpu().saturating_sub(server_before);
+            let overflows = procs::listen_overflows()
+                .unwrap_or(0)
+                .saturating_sub(overflows_before);
+            let said = match outcome {
+                Outcome::Ok(t, conc, cpu) => {
+                    c.times.push(t);
+                    c.concurrency.push(conc);
+                    c.cpu.push(cpu);
+                    c.server_cpu.push(server_cpu);
+                    c.overflows.push(overflows);
+                    format!(
+                        "{} (concurrency {conc}, CPU {}, server CPU {}, SYNs dropped {overflows})",
+                        secs(t),
+                        secs(cpu),
+                        secs(server_cpu)
+                    )
+                }
+                Outcome::Bad(why) => {
+                    let line = format!("WRONG: {why}");
+                    c.problems.push(why);
+                    line
+                }
+            };
+            eprintln!(
+                "  [{} round {}/{}] {}: {said}",
+                server.kind.name(),
+                round + 1,
+                spec.runs,
+                c.name
+            );
+            // Let the sockets of the last run close before the next starts.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    Ok(render(ctx, spec, site, server, &warm, &contenders, missing))
+}
+
+/// One whole crawl by lesson `n`, checked against the expected URL set.
+fn crawl(
+    ctx: &Ctx,
+    spec: &Spec,
+    n: u8,
+    bin: &std::path::Path,
+    root: &str,
+    expected: &std::collections::BTreeSet<String>,
+) -> Result<Outcome> {
+    let mut args = vec!["-q".to_string()];
+    match n {
+        1 => args.extend(["--threads".to_string(), spec.concurrency.to_string()]),
+        4 => args.extend(["--max-tasks".to_string(), spec.concurrency.to_string()]),
+        _ => {}
+    }
+    args.push(root.to_string());
+    let run = Running::spawn_timed(bin, &args, ctx.child_nofile)?;
+    let done = run.wait(spec.crawl_timeout);
+    let Some(status) = done.status else {
+        return Ok(Outcome::Bad(format!(
+            "did not finish in {} s",
+            spec.crawl_timeout.as_secs()
+        )));
+    };
+    let report = Report::parse(&done.stdout);
+    if let Some(why) = report.mismatch(expected) {
+        // The report's failure counters usually say what went wrong.
+        let fails: Vec<String> = report
+            .stats
+            .iter()
+            .filter(|(k, _)| k.starts_with("fail") || k.starts_with("status_"))
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let mut why = format!("{why}; {status}");
+        if !fails.is_empty() {
+            why.push_str(&format!("; report counts {}", fails.join(", ")));
+        }
+        let errors = done.errors().trim();
+        if !errors.is_empty() {
+            why.push_str(&format!("; stderr: {}", procs::tail(errors, 300)));
+        }
+        return Ok(Outcome::Bad(why));
+    }
+    if !status.success() {
+        return Ok(Outcome::Bad(format!("{status}")));
+    }
+    Ok(Outcome::Ok(
+        done.elapsed,
+        report.concurrency.unwrap_or(0),
+        done.cpu().unwrap_or_default(),
+    ))
+}
+
+fn render(
+    ctx: &Ctx,
+    spec: &Spec,
+    site: &GeneratedSite,
+    server: &Server,
+    warm: &baseline::Fetched,
+    contenders: &[Contender],
+    missing: &[(u8, String)],
+) -> Table {
+    let urls = warm.responses as f64;
+    let mut args = format!(
+        "speed --server {} --pages {} --page-bytes {} --runs {} --concurrency {}",
+        server.kind.name(),
+        spec.pages,
+        spec.page_bytes,
+        spec.runs,
+        spec.concurrency
+    );
+    if spec.lessons != [1, 2, 3, 4] {
+        let list: Vec<String> = spec.lessons.iter().map(|n| n.to_string()).collect();
+        let _ = write!(args, " --lessons {}", list.join(","));
+    }
+    let title = format!(
+        "Crawl speed: {} pages of {} bytes on {}",
+        thousands(spec.pages as u64),
+        thousands(spec.page_bytes as u64),
+        server.kind.title()
+    );
+    let mut md = output::header(ctx, &title, &args);
+
+    let statuses: Vec<String> = warm
+        .statuses
+        .iter()
+        .map(|(s, n)| format!("status {s}: {}", thousands(*n as u64)))
+        .collect();
+    let _ = writeln!(
+        md,
+        "The site: {} HTML pages and {} other files, {:.1} MB. A complete crawl \
+         reports {} URLs ({}) and reads {:.1} MB of bodies.\n",
+        thousands(site.page_count() as u64),
+        thousands((site.files.len() - site.page_count()) as u64),
+        site.total_bytes() as f64 / 1e6,
+        thousands(warm.responses as u64),
+        statuses.join(", "),
+        warm.body_bytes as f64 / 1e6,
+    );
+
+    let base = median(&contenders[0].times);
+    md.push_str(
+        "| crawler | run as | median time | fastest – slowest | URLs/s | × baseline | \
+         CPU time | server's CPU time | achieved concurrency | SYNs dropped | result |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    let mut tsv = String::from("name\tlabel\tmedian_secs\turls_per_sec\tratio\tstatus\n");
+    for c in contenders {
+        let runs = c.times.len() + c.problems.len();
+        let med = if c.problems.is_empty() {
+            median(&c.times)
+        } else {
+            None
+        };
+        let (time, range, rate, ratio) = match med {
+            Some(m) => {
+                let fastest = c.times.iter().min().copied().unwrap_or(m);
+                let slowest = c.times.iter().max().copied().unwrap_or(m);
+                let ratio = base.map(|b| m.as_secs_f64() / b.as_secs_f64());
+                (
+                    secs(m),
+                    format!("{} – {}", secs(fastest), secs(slowest)),
+                    format!("{:.0}", urls / m.as_secs_f64()),
+                    ratio.map_or("—".to_string(), |r| format!("{r:.2}×")),
+                )
+            }
+            None => ("—".into(), "—".into(), "—".into(), "—".into()),
+        };
+        let mut conc = c.concurrency.clone();
+        conc.sort_unstable();
+        let conc = conc
+            .get(conc.len() / 2)
+            .map_or("—".to_string(), |k| thousands(*k));
+        let result = match c.problems.first() {
+            None => format!("ok ({runs} of {runs} runs)"),
+            Some(why) => format!(
+                "**WRONG** in {} of {runs} runs: {}",
+                c.problems.len(),
+                why.replace('|', "\\|").replace('\n', " ")
+            ),
+        };
+        let cpu = median(&c.cpu).map_or("—".to_string(), secs);
+        let server_cpu = median(&c.server_cpu).map_or("—".to_string(), secs);
+        let mut overflows = c.overflows.clone();
+        overflows.sort_unstable();
+        let overflows = overflows
+            .get(overflows.len() / 2)
+            .map_or("—".to_string(), |k| thousands(*k));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {time} | {range} | {rate} | {ratio} | {cpu} | {server_cpu} | {conc} | {overflows} | {result} |",
+            c.label, c.how
+        );
+        let status = if c.problems.is_empty() { "ok" } else { "WRONG" };
+        let _ = writeln!(
+            tsv,
+            "{}\t{}\t{}\t{}\t{}\t{status}",
+            c.name,
+            c.label,
+            med.map_or(String::new(), |m| format!("{:.4}", m.as_secs_f64())),
+            med.map_or(String::new(), |m| format!("{:.0}", urls / m.as_secs_f64())),
+            match (med, base) {
+                (Some(m), Some(b)) => format!("{:.3}", m.as_secs_f64() / b.as_secs_f64()),
+                _ => String::new(),
+            },
+        );
+    }
+    for (n, why) in missing {
+        let _ = writeln!(
+            md,
+            "| lesson {n} | — | — | — | — | — | — | — | — | — | not measured: {} |",
+            why.replace('|', "\\|").replace('\n', " ")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nTimes are wall-clock, from starting the process to its exit, medians of {} runs \
+         per crawler, the crawlers' runs alternating. Every lesson ran with `-q` under \
+         `ulimit -n {}`; a run counts only if its report lists exactly the {} expected URLs. \
+         The baseline opened {} connections for them (one per worker that got a URL, plus \
+         one for each connection the server closed). CPU time is user + system time, \
+         medians: the crawler's own (the bench process's for the baseline), and the server's \
+         during the same run; the machine has {} cores to share between them. *SYNs \
+         dropped* is the median growth of the kernel's `ListenOverflows` counter during a \
+         run: connection attempts refused because the server's accept queue was full, each \
+         retried by the client a second later (the counter is machine-wide).",
+        spec.runs,
+        ctx.child_nofile,
+        thousands(warm.responses as u64),
+        thousands(warm.connections as u64),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+    );
+    Table { markdown: md, tsv }
+}
