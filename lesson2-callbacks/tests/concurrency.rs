@@ -99,38 +99,8 @@ fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
 #[test]
 fn ten_thousand_links_under_ulimit_1024() {
     // The spec's descriptor promise: a page with 10,000 links, crawled by a
-    // process that may open only 1,024 files. The budget comes from the
-    // real limit here, read by `shared::net::socket_budget` in the child.
-    const N: usize = 10_000;
-    let server = TestServer::start(slow_site(N, Duration::ZERO));
-    let out = Command::new("sh")
-        .args([
-            "-c",
-            "ulimit -n 1024 && exec \"$0\" \"$@\"",
-            env!("CARGO_BIN_EXE_lesson2"),
-            "-q",
-            &server.url("/"),
-        ])
-        .output()
-        .expect("run lesson2 under sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains(&format!("Finished {} urls", N + 1)),
-        "{stdout}"
-    );
-    assert!(stdout.contains("Todo: 0"), "{stdout}");
-    assert!(!stdout.contains(" error "), "a URL failed:\n{stdout}");
-    let achieved: usize = stdout
-        .lines()
-        .find_map(|l| l.split("achieved concurrency = ").nth(1))
-        .and_then(|k| k.trim().parse().ok())
-        .expect("an achieved concurrency line");
-    assert!(achieved < 1024, "{achieved} sockets under ulimit -n 1024");
+    // process that may open only 1,024 files.
+    shared::behaviour::many_links_under_fd_limit(env!("CARGO_BIN_EXE_lesson2"), 10_000, 1024);
 }
 
 #[test]

@@ -554,6 +554,51 @@ pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
     }
 }
 
+/// The spec's descriptor promise for the lessons that start a fetch per
+/// link at once (2 and 3): a page with `links` links, crawled by the lesson's
+/// *program* in a process that may open only `fd_limit` files, completes
+/// with every URL fetched. The limit is set with the shell's `ulimit -n`, so
+/// no `libc` is needed; the crawler reads it back through
+/// [`crate::net::socket_budget`]. The server stays in this process, which
+/// keeps its own, higher limit.
+pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
+    let page: String = (0..links)
+        .map(|i| format!("<a href=\"/p/{i}\">{i}</a>\n"))
+        .collect();
+    let mut site = Site::new().page("/", page);
+    for i in 0..links {
+        site = site.page(&format!("/p/{i}"), "a page");
+    }
+    let server = TestServer::start(site);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {fd_limit} && exec \"$0\" \"$@\""))
+        .args([program, "-q", &server.url("/")])
+        .output()
+        .unwrap_or_else(|e| panic!("run {program} under sh: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{program} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("Finished {} urls", links + 1)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Todo: 0"), "{stdout}");
+    assert!(!stdout.contains(" error "), "a URL failed:\n{stdout}");
+    let achieved: usize = stdout
+        .lines()
+        .find_map(|l| l.split("achieved concurrency = ").nth(1))
+        .and_then(|k| k.trim().parse().ok())
+        .expect("an achieved concurrency line");
+    assert!(
+        achieved < fd_limit,
+        "{achieved} sockets under ulimit -n {fd_limit}"
+    );
+}
+
 /// Expands to one `#[test]` per behaviour case for a lesson's `crawl`.
 #[macro_export]
 macro_rules! behaviour_suite {
