@@ -43,6 +43,7 @@ fn fib_stops_at_the_last_number_that_fits_in_a_u64() {
     assert_eq!(gen.next(), None);
 }
 
+// ANCHOR: transcript
 #[test]
 fn gen_fn_replays_the_tutorial_transcript() {
     let out = Transcript::new();
@@ -86,6 +87,7 @@ fn gen_fn_replays_the_tutorial_transcript() {
     assert_eq!(gen.resume(None), Err(Finished));
     assert_eq!(out.lines().len(), 2);
 }
+// ANCHOR_END: transcript
 
 #[test]
 fn send_none_prints_none_like_python() {
