@@ -109,14 +109,17 @@ async fn exchange(
     parser: &mut Option<Box<ResponseParser>>,
 ) -> anyhow::Result<Response> {
     let socket = connection.socket();
-    // The request is dropped once sent (and made again for a resend): a
-    // fetch waiting for its response keeps no copy of what it asked.
-    let request = get_request(url, Version::Http11KeepAlive);
-    socket
-        .write_all(&request)
-        .await
-        .context("sending request")?;
-    drop(request);
+    {
+        // The request lives in this block only (and is made again for a
+        // resend): a fetch waiting for its response keeps no copy of what
+        // it asked. (A `drop(request)` would not do: the compiler keeps room
+        // in the coroutine for every variable still in scope at an `.await`.)
+        let request = get_request(url, Version::Http11KeepAlive);
+        socket
+            .write_all(&request)
+            .await
+            .context("sending request")?;
+    }
     loop {
         let parsed = socket
             .read(|bytes| match parser {

@@ -5,21 +5,24 @@
 //! nothing wakes it; the timer's callback completes the future, the future
 //! wakes the task.
 //!
-//! Ours takes one step out: the timer's callback wakes the task itself, and
-//! the sleep, polled again, compares the loop's clock with its deadline.
-//! The crawler keeps a deadline running for every fetch in flight — ten
-//! thousand of them in the memory benchmark — and a future per deadline
-//! would be one more allocation each.
+//! Ours takes two steps out: the timer wakes the task itself — its callback
+//! *is* the task's waker ([`EventLoop::wake_at`]) — and the sleep, polled
+//! again, compares the loop's clock with its deadline. The crawler keeps a
+//! deadline running for every fetch in flight — ten thousand of them in the
+//! memory benchmark — and a future and a boxed callback per deadline would
+//! be three more allocations each.
 //!
 //! The timer is cancelled if the sleep is abandoned (the task was cancelled,
 //! or a `wait_for` around it finished first), so the loop is not left
 //! holding a timer for nobody.
 
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::event_loop::{get_running_loop, TimerHandle};
+#[cfg(doc)]
+use crate::event_loop::EventLoop;
+use crate::event_loop::{get_running_loop, WakeTimer};
 use crate::future::Cancelled;
 use crate::task::take_cancel_request;
 
@@ -33,8 +36,8 @@ pub fn sleep(delay: Duration) -> Sleep {
 pub struct Sleep {
     /// How long, counted from the first poll.
     delay: Duration,
-    /// Once polled: the timer, and the waker its callback wakes.
-    timer: Option<(TimerHandle, Waker)>,
+    /// Once polled: the timer that wakes the task.
+    timer: Option<WakeTimer>,
 }
 
 impl Sleep {
@@ -52,28 +55,27 @@ impl std::future::Future for Sleep {
             return Poll::Ready(Err(Cancelled.into()));
         }
         let event_loop = get_running_loop();
-        let when = match &self.timer {
-            Some((timer, _)) if event_loop.time() >= timer.when() => return Poll::Ready(Ok(())),
-            // Still early, and the same task waits: its waker is in place.
-            Some((timer, waker)) if waker.will_wake(cx.waker()) => return Poll::Pending,
-            Some((timer, _)) => timer.when(),
-            None => event_loop.time() + self.delay,
-        };
-        // First poll (or a new task awaits this sleep): set the timer.
-        if let Some((old, _)) = self.timer.take() {
-            old.cancel();
+        match &self.timer {
+            Some(timer) if event_loop.time() >= timer.when() => Poll::Ready(Ok(())),
+            // Still early. Usually the same task polls again; if another
+            // one does, the timer must wake that one.
+            Some(timer) => {
+                timer.set_waker(cx.waker());
+                Poll::Pending
+            }
+            // First poll: set the timer.
+            None => {
+                let when = event_loop.time() + self.delay;
+                self.timer = Some(event_loop.wake_at(when, cx.waker()));
+                Poll::Pending
+            }
         }
-        let waker = cx.waker().clone();
-        let wake = waker.clone();
-        let timer = event_loop.call_at(when, move || wake.wake());
-        self.timer = Some((timer, waker));
-        Poll::Pending
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some((timer, _)) = &self.timer {
+        if let Some(timer) = &self.timer {
             timer.cancel();
         }
     }

@@ -5,10 +5,10 @@
 //! chunk. Here they are asyncio's `sock_connect`, `sock_sendall` and
 //! `sock_recv`, written against the loop's public API:
 //! each operation is *tried first*, and only when the system says
-//! `WouldBlock` does the coroutine install a reader or writer callback that
-//! wakes it, and wait. The callback is removed when the wait ends — also
-//! when it ends early, because the task was cancelled or a deadline dropped
-//! the coroutine.
+//! `WouldBlock` does the coroutine install its task's waker as the socket's
+//! reader or writer, and wait. The reader is removed when the wait ends —
+//! also when it ends early, because the task was cancelled or a deadline
+//! dropped the coroutine.
 //!
 //! A socket is registered with the loop once, for its whole life
 //! (`EventLoop::register`), and deregistered when dropped: waiting costs no
@@ -125,8 +125,8 @@ impl Socket {
     // ANCHOR_END: read
 
     // ANCHOR: wait
-    /// Wait until the socket is readable or writable: install a reader (or
-    /// writer) callback that wakes this task, and wait to be woken.
+    /// Wait until the socket is readable or writable: install this task's
+    /// waker as the socket's reader (or writer), and wait to be woken.
     fn wait(&self, direction: Direction) -> Wait<'_> {
         Wait {
             socket: self,
@@ -161,17 +161,17 @@ enum Direction {
 // ANCHOR: wait_future
 /// The future [`Socket::wait`] returns.
 ///
-/// asyncio's `sock_recv` makes a future, and the reader callback resolves
-/// it. Here the callback wakes the task directly: the task's waker already
-/// is the meeting point between the callback and the coroutine, and a
-/// future in between would be one more allocation per wait — which, with
+/// asyncio's `sock_recv` makes a future, and a reader callback resolves it.
+/// Here the loop wakes the task directly: the task's waker is installed as
+/// the reader (see the event loop's "Wakers as callbacks"), so a wait costs
+/// no allocation at all — neither a future nor a boxed callback, which, with
 /// ten thousand fetches waiting at once, is worth saving.
 struct Wait<'a> {
     /// The socket to watch.
     socket: &'a Socket,
     /// Readable or writable.
     direction: Direction,
-    /// The callback is installed: the next poll means the task was woken.
+    /// The waker is installed: the next poll means the task was woken.
     installed: bool,
 }
 
@@ -182,17 +182,15 @@ impl std::future::Future for Wait<'_> {
         if take_cancel_request() {
             return Poll::Ready(Err(Cancelled.into()));
         }
-        // Woken. Usually by our callback; if by something else, the caller
+        // Woken. Usually by the socket; if by something else, the caller
         // tries its operation, meets `WouldBlock`, and waits again.
         if self.installed {
             return Poll::Ready(Ok(()));
         }
-        let waker = cx.waker().clone();
-        let callback = move || waker.wake_by_ref();
         let (event_loop, token) = (&self.socket.event_loop, self.socket.token);
         let installed = match self.direction {
-            Direction::Read => event_loop.add_reader(token, callback),
-            Direction::Write => event_loop.add_writer(token, callback),
+            Direction::Read => event_loop.add_reader(token, cx.waker()),
+            Direction::Write => event_loop.add_writer(token, cx.waker()),
         };
         if let Err(err) = installed {
             return Poll::Ready(Err(err.into()));
@@ -203,7 +201,7 @@ impl std::future::Future for Wait<'_> {
 }
 
 /// However the wait ends — woken, cancelled, or dropped by a `wait_for` —
-/// the callback is removed: Rust's `finally: loop.remove_reader(fd)`.
+/// the reader is removed: Rust's `finally: loop.remove_reader(fd)`.
 impl Drop for Wait<'_> {
     fn drop(&mut self) {
         if !self.installed {
