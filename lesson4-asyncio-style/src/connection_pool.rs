@@ -27,6 +27,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::rc::{Rc, Weak};
 
 use anyhow::Context;
@@ -136,6 +137,28 @@ impl Drop for Connection {
     }
 }
 
+/// The right to open one socket, taken from the pool's permits. Dropped, it
+/// goes back — so a connect that fails, is cancelled, or is abandoned by a
+/// deadline half-way does not lose it — unless [`Permit::forget`] was called.
+struct Permit<'a> {
+    /// The pool whose permits it counts in.
+    pool: &'a PoolInner,
+}
+
+impl Permit<'_> {
+    /// Do not give the permit back: a connection holds it now (and gives it
+    /// back when closed), or it is retired.
+    fn forget(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.pool.permits.put_nowait(());
+    }
+}
+
 impl ConnectionPool {
     /// A pool that keeps up to `max_idle_per_host` idle connections per key
     /// and opens at most `limit` sockets at once.
@@ -162,8 +185,7 @@ impl ConnectionPool {
     /// (`unsupported`, `dns`, `connect`), or a cancellation.
     pub async fn connect(&self, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
         check_scheme(url)?;
-        let key =
-            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
+        let key = self.shared_key(url)?;
         if !fresh {
             let idle = self
                 .inner
@@ -176,86 +198,91 @@ impl ConnectionPool {
                 return Ok(connection);
             }
         }
-        // Opening a connection is a coroutine of its own, boxed: its state
-        // (addresses, the connect in progress) is only needed for a moment,
-        // and a fetch that waits for its response should not carry room for
-        // it. (A coroutine is as big as the largest state it can be in.)
-        Box::pin(self.open(url, &key)).await
-    }
-
-    /// Open a new connection to `url`: resolve, then try each address.
-    async fn open(&self, url: &Url, key: &PoolKey) -> anyhow::Result<Connection> {
         let addrs = self.inner.resolver.resolve(url)?;
         let mut last_error = None;
         // `localhost` may resolve to `::1` first, where nothing listens: each
         // address in turn, as the spec asks.
-        for addr in addrs {
-            self.acquire_permit().await?;
-            match Socket::connect(addr).await {
-                Ok(socket) => {
-                    self.inner.open.set(self.inner.open.get() + 1);
-                    self.inner.opened.set(self.inner.opened.get() + 1);
-                    return Ok(Connection {
-                        socket,
-                        key: self.shared_key(key),
-                        reused: false,
-                        pool: Rc::downgrade(&self.inner),
-                    });
+        for addr in &addrs {
+            let connected = loop {
+                let permit = self.acquire_permit().await?;
+                match Socket::connect(*addr).await {
+                    // Out of descriptors, though the budget allowed one more:
+                    // the real limit is lower. This permit is retired, so the
+                    // pool shrinks to what the system allows, and the connect
+                    // waits until one of our own sockets closes.
+                    Err(err) if self.out_of_descriptors(&err) => permit.forget(),
+                    connected => break connected.map(|socket| (socket, permit)),
                 }
-                Err(err) if is_cancelled(&err) => {
-                    self.inner.permits.put_nowait(());
-                    return Err(err);
-                }
-                Err(err) => {
-                    let out_of_descriptors = err
-                        .downcast_ref::<std::io::Error>()
-                        .is_some_and(is_out_of_descriptors);
-                    if out_of_descriptors && self.inner.open.get() > 0 {
-                        // The real limit is lower than the budget: this
-                        // permit is not given back, so the pool shrinks to
-                        // what the system allows, and the fetch tries again
-                        // when one of our own sockets closes.
-                        return Box::pin(self.open(url, key)).await;
-                    }
-                    self.inner.permits.put_nowait(());
-                    last_error = Some(connect_error(addr, &err));
-                }
+            };
+            // A permit that is not handed to a connection goes back as it is
+            // dropped: after a failure, and also if this coroutine is
+            // cancelled or abandoned by a deadline half-way.
+            match connected {
+                Ok((socket, permit)) => return Ok(self.new_connection(socket, &key, permit)),
+                Err(err) if is_cancelled(&err) => return Err(err),
+                Err(err) => last_error = Some(connect_error(addr, &err)),
             }
         }
         Err(last_error
             .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"))
             .into())
     }
+
+    /// A connect failed for want of a descriptor while the pool has sockets
+    /// of its own open (which will close, and free one).
+    fn out_of_descriptors(&self, err: &anyhow::Error) -> bool {
+        let out = err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(is_out_of_descriptors);
+        out && self.inner.open.get() > 0
+    }
+
+    /// A new connection: it holds `permit` from now on, and gives it back
+    /// when it is closed.
+    fn new_connection(&self, socket: Socket, key: &Rc<PoolKey>, permit: Permit) -> Connection {
+        permit.forget();
+        self.inner.open.set(self.inner.open.get() + 1);
+        self.inner.opened.set(self.inner.opened.get() + 1);
+        Connection {
+            socket,
+            key: key.clone(),
+            reused: false,
+            pool: Rc::downgrade(&self.inner),
+        }
+    }
     // ANCHOR_END: connect
 
-    /// The one `Rc` of `key` that all connections to that host share.
-    fn shared_key(&self, key: &PoolKey) -> Rc<PoolKey> {
+    /// The one `Rc` of `url`'s key that all connections to that host share
+    /// (made on the first connect to the host). `None` for a URL without a
+    /// host or port.
+    fn shared_key(&self, url: &Url) -> Result<Rc<PoolKey>, FetchError> {
+        let key =
+            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
         let mut idle = self.inner.idle.borrow_mut();
-        if let Some((shared, _)) = idle.get_key_value(key) {
-            return shared.clone();
+        if let Some((shared, _)) = idle.get_key_value(&key) {
+            return Ok(shared.clone());
         }
-        let shared = Rc::new(key.clone());
+        let shared = Rc::new(key);
         idle.insert(shared.clone(), Vec::new());
-        shared
+        Ok(shared)
     }
 
     /// Take a permit to open a socket: at once if one is free; else by
     /// closing an idle connection (to any host); else by waiting.
-    async fn acquire_permit(&self) -> anyhow::Result<()> {
-        if self.inner.permits.get_nowait().is_some() {
-            return Ok(());
-        }
-        if let Some(connection) = self.evict_one_idle() {
-            drop(connection);
-            if self.inner.permits.get_nowait().is_some() {
-                return Ok(());
+    async fn acquire_permit(&self) -> anyhow::Result<Permit<'_>> {
+        if self.inner.permits.get_nowait().is_none() {
+            if let Some(connection) = self.evict_one_idle() {
+                drop(connection);
+            }
+            if self.inner.permits.get_nowait().is_none() {
+                self.inner
+                    .permits
+                    .get()
+                    .await
+                    .context("waiting for a free socket")?;
             }
         }
-        self.inner
-            .permits
-            .get()
-            .await
-            .context("waiting for a free socket")
+        Ok(Permit { pool: &self.inner })
     }
 
     /// Remove one idle connection, if any (to be closed by the caller,
@@ -313,7 +340,7 @@ impl ConnectionPool {
 
 /// A failed connect as the report shows it: `connect` (or `timeout`) and
 /// the system's words.
-fn connect_error(addr: std::net::SocketAddr, err: &anyhow::Error) -> FetchError {
+fn connect_error(addr: &SocketAddr, err: &anyhow::Error) -> FetchError {
     match err.downcast_ref::<std::io::Error>() {
         Some(io) => {
             let fe = FetchError::from_io(io, true);

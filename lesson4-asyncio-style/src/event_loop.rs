@@ -19,10 +19,14 @@
 //! turn. That rule is what makes a callback never run inside another one: a
 //! `Future` that completes only *schedules* its done-callbacks.
 //!
-//! Tasks are not special here: a task's waker calls `call_soon(step)`, like
-//! any other callback ([`crate::task`]). The loop only keeps a table from task
-//! ids to tasks, because a `std::task::Waker` must be `Send` and so cannot
-//! hold the `Rc` of a task itself.
+//! Tasks are hardly special here: a task's waker calls `call_soon(step)`,
+//! like any other callback ([`crate::task`]). Two things only are done for
+//! them. The loop keeps a table from task ids to tasks, because a
+//! `std::task::Waker` must be `Send` and so cannot hold the `Rc` of a task
+//! itself. And a step goes into the ready queue as the task itself, not as
+//! a boxed closure in a handle: it is the callback the loop runs most —
+//! every wake-up of every task — and a handle would cost two allocations
+//! each time.
 //!
 //! ## Wakers as callbacks
 //!
@@ -212,6 +216,14 @@ impl TimerHandle {
     }
 }
 
+/// An entry of the ready queue.
+enum Ready {
+    /// A callback (`call_soon`, an expired `call_later`).
+    Handle(Handle),
+    /// A task's next step (its waker's `call_soon(step)`).
+    Step(Rc<dyn Step>),
+}
+
 /// A timer's key in the loop's `timers`: its deadline, then a sequence
 /// number so that two timers with the same deadline stay distinct.
 type TimerKey = (Instant, u64);
@@ -350,7 +362,7 @@ struct LoopInner {
     /// This loop's number (see [`NEXT_LOOP_ID`]).
     id: u64,
     /// Callbacks to run on the next turn, in the order they were scheduled.
-    ready: RefCell<VecDeque<Handle>>,
+    ready: RefCell<VecDeque<Ready>>,
     /// Timers by (deadline, sequence number). A `BTreeMap` rather than a heap
     /// so that `TimerHandle::cancel` can remove its entry right away.
     timers: RefCell<BTreeMap<TimerKey, TimerCallback>>,
@@ -447,6 +459,15 @@ impl EventLoop {
     }
     // ANCHOR_END: call_soon
 
+    /// Schedule a task's step: `call_soon(step)`, with the task itself in
+    /// the ready queue rather than a closure in a handle (see the module text).
+    pub(crate) fn call_soon_step(&self, task: Rc<dyn Step>) {
+        // A closed loop never runs anything again (the task is dropped).
+        if !self.inner.closed.get() {
+            self.inner.ready.borrow_mut().push_back(Ready::Step(task));
+        }
+    }
+
     fn push_ready(&self, handle: Handle) {
         // A closed loop never runs anything again; keeping the callback would
         // only keep what it captured alive.
@@ -454,7 +475,10 @@ impl EventLoop {
             handle.cancel();
             return;
         }
-        self.inner.ready.borrow_mut().push_back(handle);
+        self.inner
+            .ready
+            .borrow_mut()
+            .push_back(Ready::Handle(handle));
     }
 
     // ANCHOR: call_later
@@ -709,9 +733,10 @@ impl EventLoop {
         // wait for the next turn, after the next poll for I/O.
         let ntodo = inner.ready.borrow().len();
         for _ in 0..ntodo {
-            let handle = inner.ready.borrow_mut().pop_front();
-            match handle {
-                Some(handle) => handle.run(),
+            let ready = inner.ready.borrow_mut().pop_front();
+            match ready {
+                Some(Ready::Handle(handle)) => handle.run(),
+                Some(Ready::Step(task)) => task.step(),
                 None => break,
             }
         }

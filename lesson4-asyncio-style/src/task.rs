@@ -213,8 +213,7 @@ impl<T: 'static> Step for TaskInner<T> {
         if self.scheduled.replace(true) {
             return;
         }
-        let event_loop = self.event_loop.clone();
-        event_loop.call_soon(move || self.step());
+        self.event_loop.call_soon_step(self.clone());
     }
 
     fn abandon(&self) {
