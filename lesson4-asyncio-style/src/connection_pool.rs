@@ -75,11 +75,9 @@ struct PoolInner {
     /// Host names resolve once per crawl; the pool is what connects, so it
     /// holds the crawl's resolver.
     resolver: Resolver,
-    /// Idle connections by key, most recently used last (taken first: the
-    /// least likely to have been closed by the server). An entry stays once
-    /// made, even empty: its key is the one every connection to that host
-    /// shares.
-    idle: RefCell<HashMap<Rc<PoolKey>, Vec<Connection>>>,
+    /// What the pool knows per scheme, host and port. An entry stays once
+    /// made: its key is the one every connection to that host shares.
+    hosts: RefCell<HashMap<Rc<PoolKey>, Host>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
     /// One item per socket that may still be opened (see the module text).
@@ -88,6 +86,17 @@ struct PoolInner {
     open: Cell<usize>,
     /// Connections opened over the pool's life (for tests and curiosity).
     opened: Cell<usize>,
+}
+
+/// What the pool keeps for one scheme, host and port.
+#[derive(Default)]
+struct Host {
+    /// Idle connections, most recently used last (taken first: the least
+    /// likely to have been closed by the server).
+    idle: Vec<Connection>,
+    /// The host's addresses, once looked up. Shared (`Rc`) with every
+    /// connect in progress, which so holds no copy of its own.
+    addrs: Option<Rc<[SocketAddr]>>,
 }
 
 /// A connection taken from the pool. Dropping it closes it (and returns its
@@ -170,7 +179,7 @@ impl ConnectionPool {
         ConnectionPool {
             inner: Rc::new(PoolInner {
                 resolver: Resolver::new(),
-                idle: RefCell::new(HashMap::new()),
+                hosts: RefCell::new(HashMap::new()),
                 max_idle_per_host,
                 permits,
                 open: Cell::new(0),
@@ -189,20 +198,20 @@ impl ConnectionPool {
         if !fresh {
             let idle = self
                 .inner
-                .idle
+                .hosts
                 .borrow_mut()
                 .get_mut(&key)
-                .and_then(Vec::pop);
+                .and_then(|host| host.idle.pop());
             if let Some(mut connection) = idle {
                 connection.reused = true;
                 return Ok(connection);
             }
         }
-        let addrs = self.inner.resolver.resolve(url)?;
+        let addrs = self.addresses(url, &key)?;
         let mut last_error = None;
         // `localhost` may resolve to `::1` first, where nothing listens: each
         // address in turn, as the spec asks.
-        for addr in &addrs {
+        for addr in addrs.iter() {
             let connected = loop {
                 let permit = self.acquire_permit().await?;
                 match Socket::connect(*addr).await {
@@ -258,13 +267,33 @@ impl ConnectionPool {
     fn shared_key(&self, url: &Url) -> Result<Rc<PoolKey>, FetchError> {
         let key =
             PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
-        let mut idle = self.inner.idle.borrow_mut();
-        if let Some((shared, _)) = idle.get_key_value(&key) {
+        let mut hosts = self.inner.hosts.borrow_mut();
+        if let Some((shared, _)) = hosts.get_key_value(&key) {
             return Ok(shared.clone());
         }
         let shared = Rc::new(key);
-        idle.insert(shared.clone(), Vec::new());
+        hosts.insert(shared.clone(), Host::default());
         Ok(shared)
+    }
+
+    /// The addresses of `url`'s host (whose key is `key`), looked up through
+    /// the crawl's resolver the first time. A failed lookup is not kept, so
+    /// the next connect asks again.
+    fn addresses(&self, url: &Url, key: &Rc<PoolKey>) -> Result<Rc<[SocketAddr]>, FetchError> {
+        let known = self
+            .inner
+            .hosts
+            .borrow()
+            .get(key)
+            .and_then(|host| host.addrs.clone());
+        if let Some(addrs) = known {
+            return Ok(addrs);
+        }
+        let addrs: Rc<[SocketAddr]> = self.inner.resolver.resolve(url)?.into();
+        if let Some(host) = self.inner.hosts.borrow_mut().get_mut(key) {
+            host.addrs = Some(addrs.clone());
+        }
+        Ok(addrs)
     }
 
     /// Take a permit to open a socket: at once if one is free; else by
@@ -286,10 +315,10 @@ impl ConnectionPool {
     }
 
     /// Remove one idle connection, if any (to be closed by the caller,
-    /// outside the borrow of the idle table).
+    /// outside the borrow of the hosts table).
     fn evict_one_idle(&self) -> Option<Connection> {
-        let mut idle = self.inner.idle.borrow_mut();
-        idle.values_mut().find_map(Vec::pop)
+        let mut hosts = self.inner.hosts.borrow_mut();
+        hosts.values_mut().find_map(|host| host.idle.pop())
     }
 
     // ANCHOR: release
@@ -299,12 +328,12 @@ impl ConnectionPool {
         if !reusable {
             return;
         }
-        let mut idle = self.inner.idle.borrow_mut();
-        let connections = idle.entry(connection.key.clone()).or_default();
-        if connections.len() < self.inner.max_idle_per_host {
-            connections.push(connection);
+        let mut hosts = self.inner.hosts.borrow_mut();
+        let host = hosts.entry(connection.key.clone()).or_default();
+        if host.idle.len() < self.inner.max_idle_per_host {
+            host.idle.push(connection);
         } else {
-            drop(idle);
+            drop(hosts);
             drop(connection);
         }
     }
@@ -312,7 +341,12 @@ impl ConnectionPool {
 
     /// Idle connections now.
     pub fn idle_count(&self) -> usize {
-        self.inner.idle.borrow().values().map(Vec::len).sum()
+        self.inner
+            .hosts
+            .borrow()
+            .values()
+            .map(|host| host.idle.len())
+            .sum()
     }
 
     /// Sockets open now (idle or in use).
@@ -329,10 +363,10 @@ impl ConnectionPool {
     pub fn close(&self) {
         let idle: Vec<Connection> = self
             .inner
-            .idle
+            .hosts
             .borrow_mut()
             .values_mut()
-            .flat_map(std::mem::take)
+            .flat_map(|host| std::mem::take(&mut host.idle))
             .collect();
         drop(idle);
     }

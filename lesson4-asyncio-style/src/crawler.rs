@@ -69,8 +69,9 @@ pub struct Crawler {
     /// The work: `(url, redirects still allowed)`.
     q: Queue<(Url, usize)>,
     /// Every URL ever queued: roots, new links, redirect targets. Their text
-    /// only: a parsed `Url` carries 64 bytes of offsets besides its text.
-    seen_urls: RefCell<HashSet<String>>,
+    /// only — a parsed `Url` carries 64 bytes of offsets besides it — in a
+    /// `Box<str>`, which unlike a `String` has no spare capacity to record.
+    seen_urls: RefCell<HashSet<Box<str>>>,
     /// One statistic per finished URL.
     done: RefCell<Vec<FetchStatistic>>,
     /// Fetch attempts under way now.
@@ -263,7 +264,7 @@ impl Crawler {
 
     /// Mark `url` seen and queue it with `max_redirect` redirects allowed.
     fn add_url(&self, url: Url, max_redirect: usize) {
-        self.seen_urls.borrow_mut().insert(url.as_str().to_string());
+        self.seen_urls.borrow_mut().insert(url.as_str().into());
         self.q.put_nowait((url, max_redirect));
     }
     // ANCHOR_END: add_links
