@@ -229,12 +229,12 @@ impl ConnectionPool {
             match connected {
                 Ok((socket, permit)) => return Ok(self.new_connection(socket, &key, permit)),
                 Err(err) if is_cancelled(&err) => return Err(err),
-                Err(err) => last_error = Some(connect_error(addr, &err)),
+                Err(err) => last_error = Some(connect_error(addr, &err).into()),
             }
         }
-        Err(last_error
-            .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"))
-            .into())
+        Err(last_error.unwrap_or_else(|| {
+            FetchError::new(FailKind::Connect, "no address to connect to").into()
+        }))
     }
 
     /// A connect failed for want of a descriptor while the pool has sockets

@@ -29,22 +29,16 @@ use crate::task::take_cancel_request;
 // ANCHOR: sleep
 /// Suspend the calling coroutine for `delay` (loop time).
 pub fn sleep(delay: Duration) -> Sleep {
-    Sleep { delay, timer: None }
+    Sleep::Unpolled(delay)
 }
 
-/// The future [`sleep`] returns.
-pub struct Sleep {
-    /// How long, counted from the first poll.
-    delay: Duration,
-    /// Once polled: the timer that wakes the task.
-    timer: Option<WakeTimer>,
-}
-
-impl Sleep {
-    /// How long this sleep lasts.
-    pub fn delay(&self) -> Duration {
-        self.delay
-    }
+/// The future [`sleep`] returns: the delay until its first poll sets the
+/// timer, then the timer. (An `enum`, so it holds one or the other, not both.)
+pub enum Sleep {
+    /// Not polled yet: how long to sleep, counted from the first poll.
+    Unpolled(Duration),
+    /// The timer that wakes the task.
+    Waiting(WakeTimer),
 }
 
 impl std::future::Future for Sleep {
@@ -55,18 +49,18 @@ impl std::future::Future for Sleep {
             return Poll::Ready(Err(Cancelled.into()));
         }
         let event_loop = get_running_loop();
-        match &self.timer {
-            Some(timer) if event_loop.time() >= timer.when() => Poll::Ready(Ok(())),
+        match &*self {
+            Sleep::Waiting(timer) if event_loop.time() >= timer.when() => Poll::Ready(Ok(())),
             // Still early. Usually the same task polls again; if another
             // one does, the timer must wake that one.
-            Some(timer) => {
+            Sleep::Waiting(timer) => {
                 timer.set_waker(cx.waker());
                 Poll::Pending
             }
             // First poll: set the timer.
-            None => {
-                let when = event_loop.time() + self.delay;
-                self.timer = Some(event_loop.wake_at(when, cx.waker()));
+            Sleep::Unpolled(delay) => {
+                let when = event_loop.time() + *delay;
+                *self = Sleep::Waiting(event_loop.wake_at(when, cx.waker()));
                 Poll::Pending
             }
         }
@@ -75,7 +69,7 @@ impl std::future::Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(timer) = &self.timer {
+        if let Sleep::Waiting(timer) = self {
             timer.cancel();
         }
     }

@@ -452,13 +452,8 @@ fn wait_for_times_out_at_the_deadline_and_drops_the_awaitable() {
             Ok((err, lp.time() - start))
         })
         .unwrap();
-    assert_eq!(
-        err.downcast_ref::<TimeoutError>(),
-        Some(&TimeoutError {
-            timeout: Duration::from_millis(2500)
-        })
-    );
-    assert_eq!(err.to_string(), "timed out after 2.5s");
+    assert_eq!(err.downcast_ref::<TimeoutError>(), Some(&TimeoutError));
+    assert_eq!(err.to_string(), "timed out");
     assert_eq!(at, Duration::from_millis(2500));
     assert!(cleaned.get());
     // Neither the abandoned sleep's timer nor the deadline's is left behind.
