@@ -19,7 +19,9 @@
 //!   else waits for one to be closed — "too many open files" is waited out,
 //!   not crashed on. The budget is kept as a [`Queue`] of permits, one per
 //!   socket that may be opened, the way Go programs use a buffered channel as
-//!   a semaphore: the queue already knows how to make coroutines wait.
+//!   a semaphore: the queue already knows how to make coroutines wait. A
+//!   connect in progress holds its permit in a guard, so a connect that is
+//!   abandoned half-way (its fetch's deadline passed) still gives it back.
 //! - **A pooled connection may be stale**: the server may have closed it
 //!   while it sat idle. That is only discovered by using it. The caller
 //!   ([`crate::fetch`]) resends on a fresh connection when a reused one fails

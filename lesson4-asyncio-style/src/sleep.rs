@@ -5,12 +5,12 @@
 //! nothing wakes it; the timer's callback completes the future, the future
 //! wakes the task.
 //!
-//! Ours takes two steps out: the timer wakes the task itself — its callback
-//! *is* the task's waker ([`EventLoop::wake_at`]) — and the sleep, polled
+//! Ours takes two steps out. The timer wakes the task itself: its callback
+//! *is* the task's waker (the loop's `wake_at`). And the sleep, polled
 //! again, compares the loop's clock with its deadline. The crawler keeps a
 //! deadline running for every fetch in flight — ten thousand of them in the
-//! memory benchmark — and a future and a boxed callback per deadline would
-//! be three more allocations each.
+//! memory benchmark — and a future, a handle and a boxed callback per
+//! deadline would be three more allocations each.
 //!
 //! The timer is cancelled if the sleep is abandoned (the task was cancelled,
 //! or a `wait_for` around it finished first), so the loop is not left
@@ -20,8 +20,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-#[cfg(doc)]
-use crate::event_loop::EventLoop;
 use crate::event_loop::{get_running_loop, WakeTimer};
 use crate::future::Cancelled;
 use crate::task::take_cancel_request;
