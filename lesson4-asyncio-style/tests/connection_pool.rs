@@ -145,7 +145,10 @@ fn listener_that_leaves_connects_pending() -> (
     for _ in 0..10_000 {
         match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
             Ok(stream) => filling.push(stream),
-            Err(_) => return (listener, addr, filling),
+            Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+                return (listener, addr, filling)
+            }
+            Err(err) => panic!("filling the accept queue: {err}"),
         }
     }
     panic!("the listener accepted 10,000 connections without accept()");
