@@ -19,7 +19,9 @@
 //!   else waits for one to be closed — "too many open files" is waited out,
 //!   not crashed on. The budget is kept as a [`Queue`] of permits, one per
 //!   socket that may be opened, the way Go programs use a buffered channel as
-//!   a semaphore: the queue already knows how to make coroutines wait.
+//!   a semaphore: the queue already knows how to make coroutines wait. A
+//!   connect in progress holds its permit in a guard, so a connect that is
+//!   abandoned half-way (its fetch's deadline passed) still gives it back.
 //! - **A pooled connection may be stale**: the server may have closed it
 //!   while it sat idle. That is only discovered by using it. The caller
 //!   ([`crate::fetch`]) resends on a fresh connection when a reused one fails
@@ -27,6 +29,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::rc::{Rc, Weak};
 
 use anyhow::Context;
@@ -74,11 +77,9 @@ struct PoolInner {
     /// Host names resolve once per crawl; the pool is what connects, so it
     /// holds the crawl's resolver.
     resolver: Resolver,
-    /// Idle connections by key, most recently used last (taken first: the
-    /// least likely to have been closed by the server). An entry stays once
-    /// made, even empty: its key is the one every connection to that host
-    /// shares.
-    idle: RefCell<HashMap<Rc<PoolKey>, Vec<Connection>>>,
+    /// What the pool knows per scheme, host and port. An entry stays once
+    /// made: its key is the one every connection to that host shares.
+    hosts: RefCell<HashMap<Rc<PoolKey>, Host>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
     /// One item per socket that may still be opened (see the module text).
@@ -87,6 +88,17 @@ struct PoolInner {
     open: Cell<usize>,
     /// Connections opened over the pool's life (for tests and curiosity).
     opened: Cell<usize>,
+}
+
+/// What the pool keeps for one scheme, host and port.
+#[derive(Default)]
+struct Host {
+    /// Idle connections, most recently used last (taken first: the least
+    /// likely to have been closed by the server).
+    idle: Vec<Connection>,
+    /// The host's addresses, once looked up. Shared (`Rc`) with every
+    /// connect in progress, which so holds no copy of its own.
+    addrs: Option<Rc<[SocketAddr]>>,
 }
 
 /// A connection taken from the pool. Dropping it closes it (and returns its
@@ -136,6 +148,28 @@ impl Drop for Connection {
     }
 }
 
+/// The right to open one socket, taken from the pool's permits. Dropped, it
+/// goes back — so a connect that fails, is cancelled, or is abandoned by a
+/// deadline half-way does not lose it — unless [`Permit::forget`] was called.
+struct Permit<'a> {
+    /// The pool whose permits it counts in.
+    pool: &'a PoolInner,
+}
+
+impl Permit<'_> {
+    /// Do not give the permit back: a connection holds it now (and gives it
+    /// back when closed), or it is retired.
+    fn forget(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.pool.permits.put_nowait(());
+    }
+}
+
 impl ConnectionPool {
     /// A pool that keeps up to `max_idle_per_host` idle connections per key
     /// and opens at most `limit` sockets at once.
@@ -147,7 +181,7 @@ impl ConnectionPool {
         ConnectionPool {
             inner: Rc::new(PoolInner {
                 resolver: Resolver::new(),
-                idle: RefCell::new(HashMap::new()),
+                hosts: RefCell::new(HashMap::new()),
                 max_idle_per_host,
                 permits,
                 open: Cell::new(0),
@@ -162,107 +196,131 @@ impl ConnectionPool {
     /// (`unsupported`, `dns`, `connect`), or a cancellation.
     pub async fn connect(&self, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
         check_scheme(url)?;
-        let key =
-            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
+        let key = self.shared_key(url)?;
         if !fresh {
             let idle = self
                 .inner
-                .idle
+                .hosts
                 .borrow_mut()
                 .get_mut(&key)
-                .and_then(Vec::pop);
+                .and_then(|host| host.idle.pop());
             if let Some(mut connection) = idle {
                 connection.reused = true;
                 return Ok(connection);
             }
         }
-        // Opening a connection is a coroutine of its own, boxed: its state
-        // (addresses, the connect in progress) is only needed for a moment,
-        // and a fetch that waits for its response should not carry room for
-        // it. (A coroutine is as big as the largest state it can be in.)
-        Box::pin(self.open(url, &key)).await
-    }
-
-    /// Open a new connection to `url`: resolve, then try each address.
-    async fn open(&self, url: &Url, key: &PoolKey) -> anyhow::Result<Connection> {
-        let addrs = self.inner.resolver.resolve(url)?;
+        let addrs = self.addresses(url, &key)?;
         let mut last_error = None;
         // `localhost` may resolve to `::1` first, where nothing listens: each
         // address in turn, as the spec asks.
-        for addr in addrs {
-            self.acquire_permit().await?;
-            match Socket::connect(addr).await {
-                Ok(socket) => {
-                    self.inner.open.set(self.inner.open.get() + 1);
-                    self.inner.opened.set(self.inner.opened.get() + 1);
-                    return Ok(Connection {
-                        socket,
-                        key: self.shared_key(key),
-                        reused: false,
-                        pool: Rc::downgrade(&self.inner),
-                    });
+        for addr in addrs.iter() {
+            let connected = loop {
+                let permit = self.acquire_permit().await?;
+                match Socket::connect(*addr).await {
+                    // Out of descriptors, though the budget allowed one more:
+                    // the real limit is lower. This permit is retired, so the
+                    // pool shrinks to what the system allows, and the connect
+                    // waits until one of our own sockets closes.
+                    Err(err) if self.out_of_descriptors(&err) => permit.forget(),
+                    connected => break connected.map(|socket| (socket, permit)),
                 }
-                Err(err) if is_cancelled(&err) => {
-                    self.inner.permits.put_nowait(());
-                    return Err(err);
-                }
-                Err(err) => {
-                    let out_of_descriptors = err
-                        .downcast_ref::<std::io::Error>()
-                        .is_some_and(is_out_of_descriptors);
-                    if out_of_descriptors && self.inner.open.get() > 0 {
-                        // The real limit is lower than the budget: this
-                        // permit is not given back, so the pool shrinks to
-                        // what the system allows, and the fetch tries again
-                        // when one of our own sockets closes.
-                        return Box::pin(self.open(url, key)).await;
-                    }
-                    self.inner.permits.put_nowait(());
-                    last_error = Some(connect_error(addr, &err));
-                }
+            };
+            // A permit that is not handed to a connection goes back as it is
+            // dropped: after a failure, and also if this coroutine is
+            // cancelled or abandoned by a deadline half-way.
+            match connected {
+                Ok((socket, permit)) => return Ok(self.new_connection(socket, &key, permit)),
+                Err(err) if is_cancelled(&err) => return Err(err),
+                Err(err) => last_error = Some(connect_error(addr, &err).into()),
             }
         }
-        Err(last_error
-            .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"))
-            .into())
+        Err(last_error.unwrap_or_else(|| {
+            FetchError::new(FailKind::Connect, "no address to connect to").into()
+        }))
+    }
+
+    /// A connect failed for want of a descriptor while the pool has sockets
+    /// of its own open (which will close, and free one).
+    fn out_of_descriptors(&self, err: &anyhow::Error) -> bool {
+        let out = err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(is_out_of_descriptors);
+        out && self.inner.open.get() > 0
+    }
+
+    /// A new connection: it holds `permit` from now on, and gives it back
+    /// when it is closed.
+    fn new_connection(&self, socket: Socket, key: &Rc<PoolKey>, permit: Permit) -> Connection {
+        permit.forget();
+        self.inner.open.set(self.inner.open.get() + 1);
+        self.inner.opened.set(self.inner.opened.get() + 1);
+        Connection {
+            socket,
+            key: key.clone(),
+            reused: false,
+            pool: Rc::downgrade(&self.inner),
+        }
     }
     // ANCHOR_END: connect
 
-    /// The one `Rc` of `key` that all connections to that host share.
-    fn shared_key(&self, key: &PoolKey) -> Rc<PoolKey> {
-        let mut idle = self.inner.idle.borrow_mut();
-        if let Some((shared, _)) = idle.get_key_value(key) {
-            return shared.clone();
+    /// The one `Rc` of `url`'s key that all connections to that host share
+    /// (made on the first connect to the host). `None` for a URL without a
+    /// host or port.
+    fn shared_key(&self, url: &Url) -> Result<Rc<PoolKey>, FetchError> {
+        let key =
+            PoolKey::of(url).ok_or_else(|| FetchError::new(FailKind::Dns, "url has no host"))?;
+        let mut hosts = self.inner.hosts.borrow_mut();
+        if let Some((shared, _)) = hosts.get_key_value(&key) {
+            return Ok(shared.clone());
         }
-        let shared = Rc::new(key.clone());
-        idle.insert(shared.clone(), Vec::new());
-        shared
+        let shared = Rc::new(key);
+        hosts.insert(shared.clone(), Host::default());
+        Ok(shared)
+    }
+
+    /// The addresses of `url`'s host (whose key is `key`), looked up through
+    /// the crawl's resolver the first time. A failed lookup is not kept, so
+    /// the next connect asks again.
+    fn addresses(&self, url: &Url, key: &Rc<PoolKey>) -> Result<Rc<[SocketAddr]>, FetchError> {
+        let known = self
+            .inner
+            .hosts
+            .borrow()
+            .get(key)
+            .and_then(|host| host.addrs.clone());
+        if let Some(addrs) = known {
+            return Ok(addrs);
+        }
+        let addrs: Rc<[SocketAddr]> = self.inner.resolver.resolve(url)?.into();
+        if let Some(host) = self.inner.hosts.borrow_mut().get_mut(key) {
+            host.addrs = Some(addrs.clone());
+        }
+        Ok(addrs)
     }
 
     /// Take a permit to open a socket: at once if one is free; else by
     /// closing an idle connection (to any host); else by waiting.
-    async fn acquire_permit(&self) -> anyhow::Result<()> {
-        if self.inner.permits.get_nowait().is_some() {
-            return Ok(());
-        }
-        if let Some(connection) = self.evict_one_idle() {
-            drop(connection);
-            if self.inner.permits.get_nowait().is_some() {
-                return Ok(());
+    async fn acquire_permit(&self) -> anyhow::Result<Permit<'_>> {
+        if self.inner.permits.get_nowait().is_none() {
+            if let Some(connection) = self.evict_one_idle() {
+                drop(connection);
+            }
+            if self.inner.permits.get_nowait().is_none() {
+                self.inner
+                    .permits
+                    .get()
+                    .await
+                    .context("waiting for a free socket")?;
             }
         }
-        self.inner
-            .permits
-            .get()
-            .await
-            .context("waiting for a free socket")
+        Ok(Permit { pool: &self.inner })
     }
 
     /// Remove one idle connection, if any (to be closed by the caller,
-    /// outside the borrow of the idle table).
+    /// outside the borrow of the hosts table).
     fn evict_one_idle(&self) -> Option<Connection> {
-        let mut idle = self.inner.idle.borrow_mut();
-        idle.values_mut().find_map(Vec::pop)
+        let mut hosts = self.inner.hosts.borrow_mut();
+        hosts.values_mut().find_map(|host| host.idle.pop())
     }
 
     // ANCHOR: release
@@ -272,12 +330,12 @@ impl ConnectionPool {
         if !reusable {
             return;
         }
-        let mut idle = self.inner.idle.borrow_mut();
-        let connections = idle.entry(connection.key.clone()).or_default();
-        if connections.len() < self.inner.max_idle_per_host {
-            connections.push(connection);
+        let mut hosts = self.inner.hosts.borrow_mut();
+        let host = hosts.entry(connection.key.clone()).or_default();
+        if host.idle.len() < self.inner.max_idle_per_host {
+            host.idle.push(connection);
         } else {
-            drop(idle);
+            drop(hosts);
             drop(connection);
         }
     }
@@ -285,7 +343,12 @@ impl ConnectionPool {
 
     /// Idle connections now.
     pub fn idle_count(&self) -> usize {
-        self.inner.idle.borrow().values().map(Vec::len).sum()
+        self.inner
+            .hosts
+            .borrow()
+            .values()
+            .map(|host| host.idle.len())
+            .sum()
     }
 
     /// Sockets open now (idle or in use).
@@ -302,10 +365,10 @@ impl ConnectionPool {
     pub fn close(&self) {
         let idle: Vec<Connection> = self
             .inner
-            .idle
+            .hosts
             .borrow_mut()
             .values_mut()
-            .flat_map(std::mem::take)
+            .flat_map(|host| std::mem::take(&mut host.idle))
             .collect();
         drop(idle);
     }
@@ -313,7 +376,7 @@ impl ConnectionPool {
 
 /// A failed connect as the report shows it: `connect` (or `timeout`) and
 /// the system's words.
-fn connect_error(addr: std::net::SocketAddr, err: &anyhow::Error) -> FetchError {
+fn connect_error(addr: &SocketAddr, err: &anyhow::Error) -> FetchError {
     match err.downcast_ref::<std::io::Error>() {
         Some(io) => {
             let fe = FetchError::from_io(io, true);

@@ -32,6 +32,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -69,8 +70,9 @@ pub struct Crawler {
     /// The work: `(url, redirects still allowed)`.
     q: Queue<(Url, usize)>,
     /// Every URL ever queued: roots, new links, redirect targets. Their text
-    /// only: a parsed `Url` carries 64 bytes of offsets besides its text.
-    seen_urls: RefCell<HashSet<String>>,
+    /// only — a parsed `Url` carries 64 bytes of offsets besides it — in a
+    /// `Box<str>`, which unlike a `String` has no spare capacity to record.
+    seen_urls: RefCell<HashSet<Box<str>>>,
     /// One statistic per finished URL.
     done: RefCell<Vec<FetchStatistic>>,
     /// Fetch attempts under way now.
@@ -175,72 +177,86 @@ impl Crawler {
     /// Fetch one URL with retries, record how it ended, and queue what it
     /// leads to: a redirect's target, or the page's new links. Only a
     /// cancellation of the worker comes out as an error.
-    async fn fetch(&self, url: &Url, max_redirect: usize) -> anyhow::Result<()> {
-        let mut tries = 0;
-        let response = loop {
-            tries += 1;
-            let attempt = {
-                let _in_flight = InFlight::enter(self);
-                fetch(&self.session, url).await
-            };
-            match attempt {
-                Ok(response) => {
-                    if tries > 1 {
-                        self.log.info(format_args!("try {tries} for {url} success"));
+    ///
+    /// (A function that returns an `async move` block rather than an `async
+    /// fn`, for the reason [`crate::fetch`] gives: this coroutine is part of
+    /// every waiting fetch.)
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` would keep its arguments twice"
+    )]
+    fn fetch<'a>(
+        &'a self,
+        url: &'a Url,
+        max_redirect: usize,
+    ) -> impl Future<Output = anyhow::Result<()>> + 'a {
+        async move {
+            let mut tries = 0;
+            let response = loop {
+                tries += 1;
+                let attempt = {
+                    let _in_flight = InFlight::enter(self);
+                    fetch(&self.session, url).await
+                };
+                match attempt {
+                    Ok(response) => {
+                        if tries > 1 {
+                            self.log.info(format_args!("try {tries} for {url} success"));
+                        }
+                        break response;
                     }
-                    break response;
-                }
-                Err(err) if is_cancelled(&err) => return Err(err),
-                Err(err) => {
-                    let err = FetchError::from_anyhow(&err);
-                    self.log
-                        .info(format_args!("try {tries} for {url} raised {err}"));
-                    if tries >= self.max_tries || !err.kind.is_retryable() {
+                    Err(err) if is_cancelled(&err) => return Err(err),
+                    Err(err) => {
+                        let err = FetchError::from_anyhow(&err);
                         self.log
-                            .error(format_args!("{url} failed after {tries} tries"));
-                        self.record_statistic(FetchStatistic::failed(url.as_str(), err));
-                        return Ok(());
+                            .info(format_args!("try {tries} for {url} raised {err}"));
+                        if tries >= self.max_tries || !err.kind.is_retryable() {
+                            self.log
+                                .error(format_args!("{url} failed after {tries} tries"));
+                            self.record_statistic(FetchStatistic::failed(url.as_str(), err));
+                            return Ok(());
+                        }
                     }
                 }
-            }
-        };
+            };
 
-        let Analysis {
-            mut stat,
-            links,
-            redirect,
-        } = analyze(url, &response, &self.policy, &self.log);
-        // The body may be megabytes; the links are all we need of it now.
-        drop(response);
-        // A response can still end in failure (a redirect without
-        // `Location`): it is not retried — the server would say the same
-        // again — but it is a failure, and gets the failure's error line.
-        if stat.error.is_some() {
-            self.log
-                .error(format_args!("{url} failed after {tries} tries"));
-        }
-
-        if let Some(next_url) = redirect {
-            self.record_statistic(stat);
-            if self.seen_urls.borrow().contains(next_url.as_str()) {
-                // We have been down this path before.
-                self.log.debug(format_args!(
-                    "skip redirect {next_url} from {url}: already seen"
-                ));
-            } else if max_redirect > 0 {
+            let Analysis {
+                mut stat,
+                links,
+                redirect,
+            } = analyze(url, &response, &self.policy, &self.log);
+            // The body may be megabytes; the links are all we need of it now.
+            drop(response);
+            // A response can still end in failure (a redirect without
+            // `Location`): it is not retried — the server would say the same
+            // again — but it is a failure, and gets the failure's error line.
+            if stat.error.is_some() {
                 self.log
-                    .info(format_args!("redirect to {next_url} from {url}"));
-                self.add_url(next_url, max_redirect - 1);
-            } else {
-                self.log.error(format_args!(
-                    "redirect limit reached for {next_url} from {url}"
-                ));
+                    .error(format_args!("{url} failed after {tries} tries"));
             }
-        } else {
-            stat.num_new_urls = self.add_links(url, links);
-            self.record_statistic(stat);
+
+            if let Some(next_url) = redirect {
+                self.record_statistic(stat);
+                if self.seen_urls.borrow().contains(next_url.as_str()) {
+                    // We have been down this path before.
+                    self.log.debug(format_args!(
+                        "skip redirect {next_url} from {url}: already seen"
+                    ));
+                } else if max_redirect > 0 {
+                    self.log
+                        .info(format_args!("redirect to {next_url} from {url}"));
+                    self.add_url(next_url, max_redirect - 1);
+                } else {
+                    self.log.error(format_args!(
+                        "redirect limit reached for {next_url} from {url}"
+                    ));
+                }
+            } else {
+                stat.num_new_urls = self.add_links(url, links);
+                self.record_statistic(stat);
+            }
+            Ok(())
         }
-        Ok(())
     }
     // ANCHOR_END: fetch
 
@@ -263,7 +279,7 @@ impl Crawler {
 
     /// Mark `url` seen and queue it with `max_redirect` redirects allowed.
     fn add_url(&self, url: Url, max_redirect: usize) {
-        self.seen_urls.borrow_mut().insert(url.as_str().to_string());
+        self.seen_urls.borrow_mut().insert(url.as_str().into());
         self.q.put_nowait((url, max_redirect));
     }
     // ANCHOR_END: add_links

@@ -2,14 +2,15 @@
 //!
 //! Lesson 3's loop did one main job: wait on `mio` and step the tasks that
 //! were woken, from a ready queue of task ids (with timers on the side).
-//! This loop is the one asyncio has. Everything it runs is a
-//! [`Handle`] — a callback in a box — and it keeps three sources of them:
+//! This loop is the one asyncio has. Everything it runs is a callback,
+//! and it keeps three sources of them:
 //!
-//! - the **ready queue** (`call_soon`): callbacks to run on the next turn;
-//! - the **timers** (`call_later`, `call_at`): callbacks to run at a deadline,
+//! - the **ready queue** (`call_soon`): [`Handle`]s — callbacks in a box —
+//!   to run on the next turn;
+//! - the **timers** (`call_later`, `call_at`): handles to run at a deadline,
 //!   ordered by deadline, cancellable;
-//! - the **readers and writers** (`add_reader`, `add_writer`): callbacks to
-//!   run when a socket becomes readable or writable, over `mio`.
+//! - the **readers and writers** (`add_reader`, `add_writer`): the tasks to
+//!   wake when a socket becomes readable or writable, over `mio`.
 //!
 //! One turn of the loop ([`EventLoop::run_once`]) waits for I/O no longer
 //! than the first timer allows, moves the callbacks of ready sockets and
@@ -18,10 +19,25 @@
 //! turn. That rule is what makes a callback never run inside another one: a
 //! `Future` that completes only *schedules* its done-callbacks.
 //!
-//! Tasks are not special here: a task's waker calls `call_soon(step)`, like
-//! any other callback ([`crate::task`]). The loop only keeps a table from task
-//! ids to tasks, because a `std::task::Waker` must be `Send` and so cannot
-//! hold the `Rc` of a task itself.
+//! Tasks are hardly special here: a task's waker calls `call_soon(step)`,
+//! like any other callback ([`crate::task`]). Two things only are done for
+//! them. The loop keeps a table from task ids to tasks, because a
+//! `std::task::Waker` must be `Send` and so cannot hold the `Rc` of a task
+//! itself. And a step goes into the ready queue as the task itself, not as
+//! a boxed closure in a handle: it is the callback the loop runs most —
+//! every wake-up of every task — and a handle would cost two allocations
+//! each time.
+//!
+//! ## Wakers as callbacks
+//!
+//! asyncio's `add_reader(fd, callback)` takes any callback. Here a socket's
+//! reader and writer are a task's [`Waker`], and so is the callback of a
+//! timer set by `sleep` ([`EventLoop::wake_at`]). A waker *is* a callback —
+//! a pointer and a table of functions, whose `wake` is `call_soon(step)` —
+//! and it is made once per task, so keeping one costs no allocation, where a
+//! boxed closure around it would cost two (the box and its handle) for every
+//! wait. A crawl with ten thousand fetches waiting, each on a socket and a
+//! deadline, keeps forty thousand allocations fewer that way.
 //!
 //! The loop's clock is a [`Clock`] it is given, so that tests of timers can
 //! run on a [`TestClock`] that jumps to the next deadline instead of sleeping.
@@ -32,6 +48,7 @@ use std::io;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use mio::event::Source;
@@ -104,47 +121,35 @@ impl Clock for TestClock {
 
 /// A scheduled callback: asyncio's `Handle`.
 ///
-/// The same handle type serves `call_soon` (run once), timers (run once, at a
-/// deadline) and readers/writers (run on every readiness event until
-/// removed), so the callback is `FnMut`. Cancelling a handle drops its
-/// callback at once, releasing whatever the callback captured; a cancelled
-/// handle still sitting in the ready queue is skipped.
+/// `call_soon` and the timers of `call_later` make one, and it runs once.
+/// Cancelling a handle drops its callback at once, releasing whatever the
+/// callback captured; a cancelled handle still sitting in the ready queue is
+/// skipped.
 #[derive(Clone)]
 pub struct Handle {
-    /// Shared by the ready queue (or the timers, or a socket's slot) and
-    /// by whoever may cancel it.
+    /// Shared by the ready queue (or the timers) and by whoever may cancel it.
     inner: Rc<HandleInner>,
 }
 
 struct HandleInner {
-    /// The callback; `None` once cancelled (and, briefly, while it runs).
-    callback: RefCell<Option<Box<dyn FnMut()>>>,
-    /// Set by `cancel`. A separate flag because the callback slot is empty
-    /// while the callback runs, and a callback may cancel its own handle.
+    /// The callback; `None` once it has run or was cancelled.
+    callback: RefCell<Option<Box<dyn FnOnce()>>>,
+    /// Set by `cancel`. A separate flag because the callback slot is also
+    /// empty once the callback has run.
     cancelled: Cell<bool>,
 }
 
 impl Handle {
-    fn new(callback: Box<dyn FnMut()>) -> Handle {
+    fn new(callback: impl FnOnce() + 'static) -> Handle {
         Handle {
             inner: Rc::new(HandleInner {
-                callback: RefCell::new(Some(callback)),
+                callback: RefCell::new(Some(Box::new(callback))),
                 cancelled: Cell::new(false),
             }),
         }
     }
 
-    /// A callback that runs at most once, as a handle.
-    fn once(callback: impl FnOnce() + 'static) -> Handle {
-        let mut callback = Some(callback);
-        Handle::new(Box::new(move || {
-            if let Some(callback) = callback.take() {
-                callback();
-            }
-        }))
-    }
-
-    /// Do not run this callback (again).
+    /// Do not run this callback.
     pub fn cancel(&self) {
         self.inner.cancelled.set(true);
         // Take the box out before dropping it: dropping a closure can run
@@ -158,18 +163,12 @@ impl Handle {
         self.inner.cancelled.get()
     }
 
-    /// Run the callback, unless cancelled. The `RefCell` is not borrowed while
-    /// the callback runs, so the callback may cancel this very handle.
+    /// Run the callback, unless cancelled (then it is gone). It is taken out
+    /// of the `RefCell` first, so it may cancel this very handle.
     fn run(&self) {
-        if self.cancelled() {
-            return;
-        }
         let callback = self.inner.callback.borrow_mut().take();
-        if let Some(mut callback) = callback {
+        if let Some(callback) = callback {
             callback();
-            if !self.cancelled() {
-                *self.inner.callback.borrow_mut() = Some(callback);
-            }
         }
     }
 }
@@ -189,9 +188,8 @@ impl std::fmt::Debug for Handle {
 pub struct TimerHandle {
     /// The callback, as for any handle.
     handle: Handle,
-    /// The timer's key in the loop's `timers`: deadline, then a sequence
-    /// number so that two timers with the same deadline stay distinct.
-    key: (Instant, u64),
+    /// The timer's key in the loop's `timers`.
+    key: TimerKey,
     /// The loop, to remove the timer from. Weak: a timer must not keep a
     /// closed loop alive.
     event_loop: Weak<LoopInner>,
@@ -218,15 +216,77 @@ impl TimerHandle {
     }
 }
 
+/// An entry of the ready queue.
+enum Ready {
+    /// A callback (`call_soon`, an expired `call_later`).
+    Handle(Handle),
+    /// A task's next step (its waker's `call_soon(step)`).
+    Step(Rc<dyn Step>),
+}
+
+/// A timer's key in the loop's `timers`: its deadline, then a sequence
+/// number so that two timers with the same deadline stay distinct.
+type TimerKey = (Instant, u64);
+
+/// What a timer does when it is due.
+enum TimerCallback {
+    /// Run a handle (`call_later`, `call_at`).
+    Handle(Handle),
+    /// Wake a task (`wake_at`, which `sleep` uses).
+    Wake(Waker),
+}
+
+/// A timer that wakes a task at its deadline: what [`EventLoop::wake_at`]
+/// sets. It has no handle: the loop keeps the task's waker in the timer's
+/// place (see "Wakers as callbacks" above). Cancelling it removes it, as for
+/// a [`TimerHandle`].
+#[derive(Debug)]
+pub struct WakeTimer {
+    /// The timer's key in the loop's `timers`.
+    key: TimerKey,
+    /// The loop, to find the timer in. Weak, as for `TimerHandle`.
+    event_loop: Weak<LoopInner>,
+}
+
+impl WakeTimer {
+    /// When the task is woken.
+    pub fn when(&self) -> Instant {
+        self.key.0
+    }
+
+    /// Wake `waker`'s task, not the one given before, when the deadline
+    /// comes: a future may be polled by a different task than the one that
+    /// set it waiting.
+    pub fn set_waker(&self, waker: &Waker) {
+        if let Some(inner) = self.event_loop.upgrade() {
+            let mut timers = inner.timers.borrow_mut();
+            if let Some(TimerCallback::Wake(old)) = timers.get_mut(&self.key) {
+                if !old.will_wake(waker) {
+                    old.clone_from(waker);
+                }
+            }
+        }
+    }
+
+    /// Forget the timer: the task is not woken.
+    pub fn cancel(&self) {
+        if let Some(inner) = self.event_loop.upgrade() {
+            let removed = inner.timers.borrow_mut().remove(&self.key);
+            drop(removed);
+        }
+    }
+}
+
 /// What the loop knows about one registered socket.
 #[derive(Default)]
 struct IoSlot {
     /// Is this token handed out? (Free slots are reused.)
     in_use: bool,
-    /// `add_reader`'s callback, run on every readable (or closed, or error) event.
-    reader: Option<Handle>,
-    /// `add_writer`'s callback, run on every writable (or error) event.
-    writer: Option<Handle>,
+    /// `add_reader`'s task, woken on every readable (or closed, or error)
+    /// event until removed.
+    reader: Option<Waker>,
+    /// `add_writer`'s task, woken on every writable (or error) event.
+    writer: Option<Waker>,
 }
 
 /// The token of the loop's own cross-thread wake-up (see [`Remote`]).
@@ -302,10 +362,10 @@ struct LoopInner {
     /// This loop's number (see [`NEXT_LOOP_ID`]).
     id: u64,
     /// Callbacks to run on the next turn, in the order they were scheduled.
-    ready: RefCell<VecDeque<Handle>>,
+    ready: RefCell<VecDeque<Ready>>,
     /// Timers by (deadline, sequence number). A `BTreeMap` rather than a heap
     /// so that `TimerHandle::cancel` can remove its entry right away.
-    timers: RefCell<BTreeMap<(Instant, u64), Handle>>,
+    timers: RefCell<BTreeMap<TimerKey, TimerCallback>>,
     /// The next timer sequence number.
     timer_seq: Cell<u64>,
     /// The selector. Borrowed only inside `run_once`'s wait.
@@ -393,11 +453,20 @@ impl EventLoop {
     /// Schedule `callback` to run on the next turn of the loop, after the
     /// callbacks already scheduled.
     pub fn call_soon(&self, callback: impl FnOnce() + 'static) -> Handle {
-        let handle = Handle::once(callback);
+        let handle = Handle::new(callback);
         self.push_ready(handle.clone());
         handle
     }
     // ANCHOR_END: call_soon
+
+    /// Schedule a task's step: `call_soon(step)`, with the task itself in
+    /// the ready queue rather than a closure in a handle (see the module text).
+    pub(crate) fn call_soon_step(&self, task: Rc<dyn Step>) {
+        // A closed loop never runs anything again (the task is dropped).
+        if !self.inner.closed.get() {
+            self.inner.ready.borrow_mut().push_back(Ready::Step(task));
+        }
+    }
 
     fn push_ready(&self, handle: Handle) {
         // A closed loop never runs anything again; keeping the callback would
@@ -406,7 +475,10 @@ impl EventLoop {
             handle.cancel();
             return;
         }
-        self.inner.ready.borrow_mut().push_back(handle);
+        self.inner
+            .ready
+            .borrow_mut()
+            .push_back(Ready::Handle(handle));
     }
 
     // ANCHOR: call_later
@@ -417,14 +489,10 @@ impl EventLoop {
 
     /// Schedule `callback` to run at `when` (loop time).
     pub fn call_at(&self, when: Instant, callback: impl FnOnce() + 'static) -> TimerHandle {
-        let handle = Handle::once(callback);
-        let seq = self.inner.timer_seq.get();
-        self.inner.timer_seq.set(seq + 1);
-        let key = (when, seq);
+        let handle = Handle::new(callback);
+        let key = self.add_timer(when, TimerCallback::Handle(handle.clone()));
         if self.inner.closed.get() {
             handle.cancel();
-        } else {
-            self.inner.timers.borrow_mut().insert(key, handle.clone());
         }
         TimerHandle {
             handle,
@@ -434,12 +502,34 @@ impl EventLoop {
     }
     // ANCHOR_END: call_later
 
+    // ANCHOR: wake_at
+    /// Wake `waker`'s task at `when` (loop time): a timer whose callback is
+    /// the task's waker, with no handle to allocate. What `sleep` uses.
+    pub fn wake_at(&self, when: Instant, waker: &Waker) -> WakeTimer {
+        WakeTimer {
+            key: self.add_timer(when, TimerCallback::Wake(waker.clone())),
+            event_loop: Rc::downgrade(&self.inner),
+        }
+    }
+    // ANCHOR_END: wake_at
+
+    /// Enter a timer under a fresh key (a closed loop keeps none).
+    fn add_timer(&self, when: Instant, callback: TimerCallback) -> TimerKey {
+        let seq = self.inner.timer_seq.get();
+        self.inner.timer_seq.set(seq + 1);
+        let key = (when, seq);
+        if !self.inner.closed.get() {
+            self.inner.timers.borrow_mut().insert(key, callback);
+        }
+        key
+    }
+
     /// Register a socket with the loop's selector, for both directions, once
     /// for its whole life. Readiness is then routed to whatever reader or
     /// writer callback is installed at the time.
     ///
     /// `mio` is edge-triggered: it reports a socket when it *becomes* ready,
-    /// not while it stays ready. So a reader callback only means "try now";
+    /// not while it stays ready. So a woken reader only means "try now";
     /// the socket code always tries the operation first and waits only after
     /// the system said `WouldBlock` — then the next edge is sure to come.
     pub fn register(&self, source: &mut impl Source) -> io::Result<Token> {
@@ -477,7 +567,7 @@ impl EventLoop {
     pub fn deregister(&self, source: &mut impl Source, token: Token) {
         // The socket is about to be closed; a failure here changes nothing.
         let _ = self.inner.registry.deregister(source);
-        let (reader, writer) = {
+        let wakers = {
             let mut io = self.inner.io.borrow_mut();
             match io.get_mut(token.0) {
                 Some(slot) if slot.in_use => {
@@ -488,54 +578,51 @@ impl EventLoop {
             }
         };
         self.inner.free_tokens.borrow_mut().push(token.0);
-        for handle in [reader, writer].into_iter().flatten() {
-            handle.cancel();
-        }
+        // Dropped outside the borrow, like every callback.
+        drop(wakers);
     }
 
     // ANCHOR: add_reader
-    /// Run `callback` whenever the socket `token` becomes readable (or is
-    /// closed, or fails), until [`EventLoop::remove_reader`]. Replaces any
+    /// Wake `waker`'s task whenever the socket `token` becomes readable (or
+    /// is closed, or fails), until [`EventLoop::remove_reader`]. Replaces any
     /// reader already installed.
-    pub fn add_reader(&self, token: Token, callback: impl FnMut() + 'static) -> io::Result<Handle> {
-        let handle = Handle::new(Box::new(callback));
-        self.replace_callback(token, Direction::Read, Some(handle.clone()))?;
-        Ok(handle)
+    pub fn add_reader(&self, token: Token, waker: &Waker) -> io::Result<()> {
+        self.replace_waker(token, Direction::Read, Some(waker.clone()))?;
+        Ok(())
     }
 
     /// Stop watching `token` for reading. Returns whether a reader was installed.
     pub fn remove_reader(&self, token: Token) -> bool {
         matches!(
-            self.replace_callback(token, Direction::Read, None),
+            self.replace_waker(token, Direction::Read, None),
             Ok(Some(_))
         )
     }
     // ANCHOR_END: add_reader
 
-    /// Run `callback` whenever the socket `token` becomes writable (or
+    /// Wake `waker`'s task whenever the socket `token` becomes writable (or
     /// fails), until [`EventLoop::remove_writer`].
-    pub fn add_writer(&self, token: Token, callback: impl FnMut() + 'static) -> io::Result<Handle> {
-        let handle = Handle::new(Box::new(callback));
-        self.replace_callback(token, Direction::Write, Some(handle.clone()))?;
-        Ok(handle)
+    pub fn add_writer(&self, token: Token, waker: &Waker) -> io::Result<()> {
+        self.replace_waker(token, Direction::Write, Some(waker.clone()))?;
+        Ok(())
     }
 
     /// Stop watching `token` for writing. Returns whether a writer was installed.
     pub fn remove_writer(&self, token: Token) -> bool {
         matches!(
-            self.replace_callback(token, Direction::Write, None),
+            self.replace_waker(token, Direction::Write, None),
             Ok(Some(_))
         )
     }
 
-    /// Put `new` in the reader or writer place of `token`'s slot; the handle
-    /// that was there, if any, is cancelled and returned.
-    fn replace_callback(
+    /// Put `new` in the reader or writer place of `token`'s slot, and
+    /// return the waker that was there, if any.
+    fn replace_waker(
         &self,
         token: Token,
         direction: Direction,
-        new: Option<Handle>,
-    ) -> io::Result<Option<Handle>> {
+        new: Option<Waker>,
+    ) -> io::Result<Option<Waker>> {
         let old = {
             let mut io = self.inner.io.borrow_mut();
             let slot = match io.get_mut(token.0) {
@@ -553,11 +640,8 @@ impl EventLoop {
             };
             std::mem::replace(place, new)
         };
-        // Cancelled outside the borrow: dropping the old callback may drop
-        // something whose destructor calls back into the loop.
-        if let Some(old) = &old {
-            old.cancel();
-        }
+        // Returned, so dropped outside the borrow: dropping a callback may
+        // drop something whose destructor calls back into the loop.
         Ok(old)
     }
 
@@ -578,7 +662,8 @@ impl EventLoop {
     // ANCHOR: run_once
     /// One turn of the loop: wait for I/O (no longer than the first timer
     /// allows), queue the callbacks of ready sockets and expired timers, then
-    /// run the callbacks that are queued *now*.
+    /// run the callbacks that are queued *now*. (A waker's callback is
+    /// `call_soon(step)`: waking a task is how its step gets queued.)
     pub fn run_once(&self) -> io::Result<()> {
         // Called on its own (tests do), the loop is "running" for one turn,
         // so that coroutines it steps find it with `get_running_loop`.
@@ -605,6 +690,8 @@ impl EventLoop {
                     self.drain_remote();
                     continue;
                 }
+                // Cloned out of the table (a reference count, no allocation):
+                // the table is not borrowed while the wakers run.
                 let (reader, writer) = match inner.io.borrow().get(event.token().0) {
                     Some(slot) => (slot.reader.clone(), slot.writer.clone()),
                     None => (None, None),
@@ -614,12 +701,12 @@ impl EventLoop {
                 let failed = event.is_error();
                 if event.is_readable() || event.is_read_closed() || failed {
                     if let Some(reader) = reader {
-                        self.push_ready(reader);
+                        reader.wake();
                     }
                 }
                 if event.is_writable() || event.is_write_closed() || failed {
                     if let Some(writer) = writer {
-                        self.push_ready(writer);
+                        writer.wake();
                     }
                 }
             }
@@ -636,7 +723,8 @@ impl EventLoop {
                 }
             };
             match expired {
-                Some(handle) => self.push_ready(handle),
+                Some(TimerCallback::Handle(handle)) => self.push_ready(handle),
+                Some(TimerCallback::Wake(waker)) => waker.wake(),
                 None => break,
             }
         }
@@ -645,9 +733,10 @@ impl EventLoop {
         // wait for the next turn, after the next poll for I/O.
         let ntodo = inner.ready.borrow().len();
         for _ in 0..ntodo {
-            let handle = inner.ready.borrow_mut().pop_front();
-            match handle {
-                Some(handle) => handle.run(),
+            let ready = inner.ready.borrow_mut().pop_front();
+            match ready {
+                Some(Ready::Handle(handle)) => handle.run(),
+                Some(Ready::Step(task)) => task.step(),
                 None => break,
             }
         }

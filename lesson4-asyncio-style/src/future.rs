@@ -66,13 +66,19 @@ struct FutureInner<T> {
 struct Core<T> {
     /// Pending, or how it ended.
     state: State<T>,
-    /// `add_done_callback`'s callbacks, scheduled when the future completes.
-    callbacks: Vec<Box<dyn FnOnce(Future<T>)>>,
-    /// The waker of the task awaiting this future...
+    /// The waker of the task awaiting this future (kept apart so that the
+    /// usual single awaiter costs no allocation)...
     waker: Option<Waker>,
-    /// ...and of any other task awaiting it through a clone (rare: kept
-    /// apart so that the usual single awaiter costs no allocation).
-    other_wakers: Vec<Waker>,
+    /// ...and everyone else to tell when it completes.
+    callbacks: Vec<Callback<T>>,
+}
+
+/// Someone to tell when a future completes, besides its first awaiter.
+enum Callback<T> {
+    /// An `add_done_callback` callback, scheduled with `call_soon`.
+    Done(Box<dyn FnOnce(Future<T>)>),
+    /// Another task awaiting the future through a clone (rare), woken.
+    Wake(Waker),
 }
 
 enum State<T> {
@@ -100,9 +106,8 @@ impl<T: 'static> Future<T> {
                 event_loop: event_loop.clone(),
                 core: RefCell::new(Core {
                     state: State::Pending,
-                    callbacks: Vec::new(),
                     waker: None,
-                    other_wakers: Vec::new(),
+                    callbacks: Vec::new(),
                 }),
             }),
         }
@@ -147,25 +152,27 @@ impl<T: 'static> Future<T> {
     }
 
     fn finish(&self, state: State<T>) -> bool {
-        let (callbacks, waker, other_wakers) = {
+        let (waker, callbacks) = {
             let mut core = self.inner.core.borrow_mut();
             if !matches!(core.state, State::Pending) {
                 return false;
             }
             core.state = state;
-            (
-                std::mem::take(&mut core.callbacks),
-                core.waker.take(),
-                std::mem::take(&mut core.other_wakers),
-            )
+            (core.waker.take(), std::mem::take(&mut core.callbacks))
         };
         // Scheduled, not called: the code that completed this future carries
         // on undisturbed, and the callbacks run on the loop's next turn.
+        // (Waking a task is scheduling its step, too.)
         for callback in callbacks {
-            let future = self.clone();
-            self.inner.event_loop.call_soon(move || callback(future));
+            match callback {
+                Callback::Done(callback) => {
+                    let future = self.clone();
+                    self.inner.event_loop.call_soon(move || callback(future));
+                }
+                Callback::Wake(waker) => waker.wake(),
+            }
         }
-        for waker in waker.into_iter().chain(other_wakers) {
+        if let Some(waker) = waker {
             waker.wake();
         }
         true
@@ -177,7 +184,7 @@ impl<T: 'static> Future<T> {
     pub fn add_done_callback(&self, callback: impl FnOnce(Future<T>) + 'static) {
         let mut core = self.inner.core.borrow_mut();
         if matches!(core.state, State::Pending) {
-            core.callbacks.push(Box::new(callback));
+            core.callbacks.push(Callback::Done(Box::new(callback)));
         } else {
             drop(core);
             let future = self.clone();
@@ -228,8 +235,11 @@ impl<T: 'static> std::future::Future for Future<T> {
             None => core.waker = Some(waker.clone()),
             Some(first) if first.will_wake(waker) => {}
             Some(_) => {
-                if !core.other_wakers.iter().any(|w| w.will_wake(waker)) {
-                    core.other_wakers.push(waker.clone());
+                let known = core.callbacks.iter().any(
+                    |callback| matches!(callback, Callback::Wake(other) if other.will_wake(waker)),
+                );
+                if !known {
+                    core.callbacks.push(Callback::Wake(waker.clone()));
                 }
             }
         }

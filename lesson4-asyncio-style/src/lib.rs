@@ -15,8 +15,9 @@
 //!
 //! What changed since lesson 3:
 //!
-//! - the loop runs **handles** — callbacks — from a ready queue, timers and
-//!   socket readiness; a task's step is one callback among others;
+//! - the loop runs **callbacks** — handles, and tasks' wakers — from a ready
+//!   queue, timers and socket readiness; a task's step is one callback
+//!   among others;
 //! - `Future` holds a result *or an error*, or is cancelled, and schedules
 //!   its callbacks; `Task` is a future, and can be **cancelled** at its
 //!   `.await`;

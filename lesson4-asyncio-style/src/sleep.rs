@@ -5,43 +5,38 @@
 //! nothing wakes it; the timer's callback completes the future, the future
 //! wakes the task.
 //!
-//! Ours takes one step out: the timer's callback wakes the task itself, and
-//! the sleep, polled again, compares the loop's clock with its deadline.
-//! The crawler keeps a deadline running for every fetch in flight — ten
-//! thousand of them in the memory benchmark — and a future per deadline
-//! would be one more allocation each.
+//! Ours takes two steps out. The timer wakes the task itself: its callback
+//! *is* the task's waker (the loop's `wake_at`). And the sleep, polled
+//! again, compares the loop's clock with its deadline. The crawler keeps a
+//! deadline running for every fetch in flight — ten thousand of them in the
+//! memory benchmark — and a future, a handle and a boxed callback per
+//! deadline would be three more allocations each.
 //!
 //! The timer is cancelled if the sleep is abandoned (the task was cancelled,
 //! or a `wait_for` around it finished first), so the loop is not left
 //! holding a timer for nobody.
 
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::event_loop::{get_running_loop, TimerHandle};
+use crate::event_loop::{get_running_loop, WakeTimer};
 use crate::future::Cancelled;
 use crate::task::take_cancel_request;
 
 // ANCHOR: sleep
 /// Suspend the calling coroutine for `delay` (loop time).
 pub fn sleep(delay: Duration) -> Sleep {
-    Sleep { delay, timer: None }
+    Sleep::Unpolled(delay)
 }
 
-/// The future [`sleep`] returns.
-pub struct Sleep {
-    /// How long, counted from the first poll.
-    delay: Duration,
-    /// Once polled: the timer, and the waker its callback wakes.
-    timer: Option<(TimerHandle, Waker)>,
-}
-
-impl Sleep {
-    /// How long this sleep lasts.
-    pub fn delay(&self) -> Duration {
-        self.delay
-    }
+/// The future [`sleep`] returns: the delay until its first poll sets the
+/// timer, then the timer. (An `enum`, so it holds one or the other, not both.)
+pub enum Sleep {
+    /// Not polled yet: how long to sleep, counted from the first poll.
+    Unpolled(Duration),
+    /// The timer that wakes the task.
+    Waiting(WakeTimer),
 }
 
 impl std::future::Future for Sleep {
@@ -52,28 +47,27 @@ impl std::future::Future for Sleep {
             return Poll::Ready(Err(Cancelled.into()));
         }
         let event_loop = get_running_loop();
-        let when = match &self.timer {
-            Some((timer, _)) if event_loop.time() >= timer.when() => return Poll::Ready(Ok(())),
-            // Still early, and the same task waits: its waker is in place.
-            Some((timer, waker)) if waker.will_wake(cx.waker()) => return Poll::Pending,
-            Some((timer, _)) => timer.when(),
-            None => event_loop.time() + self.delay,
-        };
-        // First poll (or a new task awaits this sleep): set the timer.
-        if let Some((old, _)) = self.timer.take() {
-            old.cancel();
+        match &*self {
+            Sleep::Waiting(timer) if event_loop.time() >= timer.when() => Poll::Ready(Ok(())),
+            // Still early. Usually the same task polls again; if another
+            // one does, the timer must wake that one.
+            Sleep::Waiting(timer) => {
+                timer.set_waker(cx.waker());
+                Poll::Pending
+            }
+            // First poll: set the timer.
+            Sleep::Unpolled(delay) => {
+                let when = event_loop.time() + *delay;
+                *self = Sleep::Waiting(event_loop.wake_at(when, cx.waker()));
+                Poll::Pending
+            }
         }
-        let waker = cx.waker().clone();
-        let wake = waker.clone();
-        let timer = event_loop.call_at(when, move || wake.wake());
-        self.timer = Some((timer, waker));
-        Poll::Pending
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some((timer, _)) = &self.timer {
+        if let Sleep::Waiting(timer) = self {
             timer.cancel();
         }
     }

@@ -5,14 +5,18 @@
 //! chunk. Here they are asyncio's `sock_connect`, `sock_sendall` and
 //! `sock_recv`, written against the loop's public API:
 //! each operation is *tried first*, and only when the system says
-//! `WouldBlock` does the coroutine install a reader or writer callback that
-//! wakes it, and wait. The callback is removed when the wait ends — also
-//! when it ends early, because the task was cancelled or a deadline dropped
-//! the coroutine.
+//! `WouldBlock` does the coroutine install its task's waker as the socket's
+//! reader or writer, and wait. The reader is removed when the wait ends —
+//! also when it ends early, because the task was cancelled or a deadline
+//! dropped the coroutine.
 //!
 //! A socket is registered with the loop once, for its whole life
 //! (`EventLoop::register`), and deregistered when dropped: waiting costs no
 //! system call beyond the `poll` the loop makes anyway.
+//!
+//! `read` and `write_all` are functions that return an `async move` block
+//! rather than `async fn`s, to keep every waiting fetch a little smaller:
+//! see "The size of a waiting fetch" in [`crate::fetch`].
 //!
 //! `read` does not take a buffer. It reads into the loop's one shared buffer
 //! and hands the bytes to a closure (the HTTP parser's `feed`) before
@@ -20,6 +24,7 @@
 //! buffer at all — with ten thousand fetches waiting, that is the difference
 //! between a few hundred bytes each and 64 KiB each.
 
+use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -82,23 +87,32 @@ impl Socket {
     // ANCHOR: write_all
     /// Send all of `data`: asyncio's `sock_sendall`. A write may take only
     /// part of the data; the rest waits for the socket to be writable again.
-    pub async fn write_all(&mut self, mut data: &[u8]) -> anyhow::Result<()> {
-        while !data.is_empty() {
-            // The outcome is settled before any `.await`, so the coroutine
-            // does not keep it (and its error) across the wait.
-            match (&self.stream).write(data) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
-                Ok(n) => {
-                    data = &data[n..];
-                    continue;
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` would keep its arguments twice"
+    )]
+    pub fn write_all<'a>(
+        &'a mut self,
+        mut data: &'a [u8],
+    ) -> impl Future<Output = anyhow::Result<()>> + 'a {
+        async move {
+            while !data.is_empty() {
+                // The outcome is settled before any `.await`, so the coroutine
+                // does not keep it (and its error) across the wait.
+                match (&self.stream).write(data) {
+                    Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
+                    Ok(n) => {
+                        data = &data[n..];
+                        continue;
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(err) => return Err(err.into()),
                 }
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err.into()),
+                self.wait(Direction::Write).await?;
             }
-            self.wait(Direction::Write).await?;
+            Ok(())
         }
-        Ok(())
     }
     // ANCHOR_END: write_all
 
@@ -106,27 +120,36 @@ impl Socket {
     /// Wait for bytes, read what is there into the loop's shared buffer, and
     /// return `consume(bytes)`: asyncio's `sock_recv`, without a buffer of
     /// our own. `consume` gets an empty slice when the peer has closed.
-    pub async fn read<R>(&mut self, consume: impl FnOnce(&[u8]) -> R) -> anyhow::Result<R> {
-        loop {
-            {
-                let mut buffer = self.event_loop.read_buffer();
-                match (&self.stream).read(&mut buffer) {
-                    Ok(n) => return Ok(consume(&buffer[..n])),
-                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(err) => return Err(err.into()),
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` would keep its arguments twice"
+    )]
+    pub fn read<'a, R>(
+        &'a mut self,
+        consume: impl FnOnce(&[u8]) -> R + 'a,
+    ) -> impl Future<Output = anyhow::Result<R>> + 'a {
+        async move {
+            loop {
+                {
+                    let mut buffer = self.event_loop.read_buffer();
+                    match (&self.stream).read(&mut buffer) {
+                        Ok(n) => return Ok(consume(&buffer[..n])),
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(err) => return Err(err.into()),
+                    }
+                    // The buffer is released here, before waiting: other
+                    // sockets read into it while this one waits.
                 }
-                // The buffer is released here, before waiting: other
-                // sockets read into it while this one waits.
+                self.wait(Direction::Read).await?;
             }
-            self.wait(Direction::Read).await?;
         }
     }
     // ANCHOR_END: read
 
     // ANCHOR: wait
-    /// Wait until the socket is readable or writable: install a reader (or
-    /// writer) callback that wakes this task, and wait to be woken.
+    /// Wait until the socket is readable or writable: install this task's
+    /// waker as the socket's reader (or writer), and wait to be woken.
     fn wait(&self, direction: Direction) -> Wait<'_> {
         Wait {
             socket: self,
@@ -161,38 +184,36 @@ enum Direction {
 // ANCHOR: wait_future
 /// The future [`Socket::wait`] returns.
 ///
-/// asyncio's `sock_recv` makes a future, and the reader callback resolves
-/// it. Here the callback wakes the task directly: the task's waker already
-/// is the meeting point between the callback and the coroutine, and a
-/// future in between would be one more allocation per wait — which, with
+/// asyncio's `sock_recv` makes a future, and a reader callback resolves it.
+/// Here the loop wakes the task directly: the task's waker is installed as
+/// the reader (see the event loop's "Wakers as callbacks"), so a wait costs
+/// no allocation at all — neither a future nor a boxed callback, which, with
 /// ten thousand fetches waiting at once, is worth saving.
 struct Wait<'a> {
     /// The socket to watch.
     socket: &'a Socket,
     /// Readable or writable.
     direction: Direction,
-    /// The callback is installed: the next poll means the task was woken.
+    /// The waker is installed: the next poll means the task was woken.
     installed: bool,
 }
 
-impl std::future::Future for Wait<'_> {
+impl Future for Wait<'_> {
     type Output = anyhow::Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if take_cancel_request() {
             return Poll::Ready(Err(Cancelled.into()));
         }
-        // Woken. Usually by our callback; if by something else, the caller
+        // Woken. Usually by the socket; if by something else, the caller
         // tries its operation, meets `WouldBlock`, and waits again.
         if self.installed {
             return Poll::Ready(Ok(()));
         }
-        let waker = cx.waker().clone();
-        let callback = move || waker.wake_by_ref();
         let (event_loop, token) = (&self.socket.event_loop, self.socket.token);
         let installed = match self.direction {
-            Direction::Read => event_loop.add_reader(token, callback),
-            Direction::Write => event_loop.add_writer(token, callback),
+            Direction::Read => event_loop.add_reader(token, cx.waker()),
+            Direction::Write => event_loop.add_writer(token, cx.waker()),
         };
         if let Err(err) = installed {
             return Poll::Ready(Err(err.into()));
@@ -203,7 +224,7 @@ impl std::future::Future for Wait<'_> {
 }
 
 /// However the wait ends — woken, cancelled, or dropped by a `wait_for` —
-/// the callback is removed: Rust's `finally: loop.remove_reader(fd)`.
+/// the reader is removed: Rust's `finally: loop.remove_reader(fd)`.
 impl Drop for Wait<'_> {
     fn drop(&mut self) {
         if !self.installed {

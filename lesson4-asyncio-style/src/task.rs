@@ -105,8 +105,6 @@ pub struct Task<T> {
 }
 
 struct TaskInner<T> {
-    /// The task's number in the loop's task table.
-    id: TaskId,
     /// The loop that steps it.
     event_loop: EventLoop,
     /// The outcome: a task *is* a future, so awaiting a task awaits this.
@@ -118,9 +116,11 @@ struct TaskInner<T> {
     finished: Cell<bool>,
     /// The coroutine; `None` once it has returned (or while it is polled).
     coro: RefCell<Option<Coroutine<T>>>,
-    /// Built once: every poll passes the same waker, and every future the
-    /// coroutine waits on keeps a clone of it.
-    waker: Waker,
+    /// The task's waker, made once: every poll passes the same one, and
+    /// every future the coroutine waits on keeps a clone of it. Kept as its
+    /// `Arc`, from which a `Waker` is made for each poll at the cost of a
+    /// reference count; it also holds the task's number in the loop's table.
+    waker: Arc<TaskWaker>,
     /// A step is in the ready queue: a second wake-up before it runs must
     /// not schedule a second step.
     scheduled: Cell<bool>,
@@ -149,21 +149,20 @@ impl<T: 'static> Task<T> {
     ) -> Task<T> {
         let id = event_loop.next_task_id();
         let inner = Rc::new(TaskInner {
-            id,
             event_loop: event_loop.clone(),
             future: OnceCell::new(),
             finished: Cell::new(false),
             coro: RefCell::new(Some(Box::pin(coro))),
-            waker: Waker::from(Arc::new(TaskWaker {
+            waker: Arc::new(TaskWaker {
                 loop_id: event_loop.id(),
                 task: id,
                 remote: event_loop.remote(),
-            })),
+            }),
             scheduled: Cell::new(false),
             must_cancel: Cell::new(false),
             started: Cell::new(false),
         });
-        event_loop.insert_task(inner.id, inner.clone());
+        event_loop.insert_task(id, inner.clone());
         inner.clone().schedule();
         Task { inner }
     }
@@ -213,8 +212,7 @@ impl<T: 'static> Step for TaskInner<T> {
         if self.scheduled.replace(true) {
             return;
         }
-        let event_loop = self.event_loop.clone();
-        event_loop.call_soon(move || self.step());
+        self.event_loop.call_soon_step(self.clone());
     }
 
     fn abandon(&self) {
@@ -240,7 +238,8 @@ impl<T: 'static> Step for TaskInner<T> {
 
         // Make the cancellation visible to the futures this poll reaches.
         let outer = CANCEL_REQUESTED.with(|c| c.replace(self.must_cancel.replace(false)));
-        let poll = coro.as_mut().poll(&mut Context::from_waker(&self.waker));
+        let waker = Waker::from(self.waker.clone());
+        let poll = coro.as_mut().poll(&mut Context::from_waker(&waker));
         // If no future took the request (the coroutine finished, or waits on
         // something that does not look), keep it for the next step.
         if CANCEL_REQUESTED.with(|c| c.replace(outer)) {
@@ -267,7 +266,7 @@ impl<T: 'static> TaskInner<T> {
     /// The coroutine returned: resolve the task's own future with its outcome.
     fn finish(&self, result: anyhow::Result<T>) {
         self.finished.set(true);
-        self.event_loop.remove_task(self.id);
+        self.event_loop.remove_task(self.waker.task);
         let future = self.future();
         match result {
             Ok(value) => future.set_result(value),
@@ -290,7 +289,7 @@ impl<T: 'static> std::future::Future for Task<T> {
 impl<T> std::fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Task")
-            .field("id", &self.inner.id)
+            .field("id", &self.inner.waker.task)
             .field("finished", &self.inner.finished.get())
             .finish()
     }

@@ -21,15 +21,14 @@ use std::time::Duration;
 use crate::sleep::{sleep, Sleep};
 
 /// The error of a `wait_for` whose deadline passed: asyncio's `TimeoutError`.
+/// Like asyncio's, it does not say which deadline: the caller knows, and
+/// every fetch in flight would otherwise keep a copy of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimeoutError {
-    /// The deadline that passed.
-    pub timeout: Duration,
-}
+pub struct TimeoutError;
 
 impl fmt::Display for TimeoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "timed out after {:?}", self.timeout)
+        f.write_str("timed out")
     }
 }
 
@@ -74,10 +73,7 @@ where
             return Poll::Ready(result);
         }
         match Pin::new(&mut this.timer).poll(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Err(TimeoutError {
-                timeout: this.timer.delay(),
-            }
-            .into())),
+            Poll::Ready(Ok(())) => Poll::Ready(Err(TimeoutError.into())),
             // The sleep delivered a cancellation of the calling task.
             Poll::Ready(Err(err)) => Poll::Ready(Err(err)),
             Poll::Pending => Poll::Pending,

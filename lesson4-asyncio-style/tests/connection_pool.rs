@@ -128,3 +128,56 @@ fn https_and_closed_ports_are_fetch_errors() {
     })
     .unwrap();
 }
+
+/// A listener that never accepts, with its accept queue full: the kernel
+/// drops further handshakes, so a connect to it stays pending. Returns the
+/// address and the connections that fill the queue (keep them open).
+fn listener_that_leaves_connects_pending() -> (
+    std::net::TcpListener,
+    std::net::SocketAddr,
+    Vec<std::net::TcpStream>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut filling = Vec::new();
+    // The queue holds the listen backlog (128 with std) plus one; the
+    // bound only stops a broken test.
+    for _ in 0..10_000 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            Ok(stream) => filling.push(stream),
+            Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+                return (listener, addr, filling)
+            }
+            Err(err) => panic!("filling the accept queue: {err}"),
+        }
+    }
+    panic!("the listener accepted 10,000 connections without accept()");
+}
+
+#[test]
+fn a_connect_abandoned_by_its_deadline_gives_its_socket_back() {
+    let (_stalled, stalled_addr, _filling) = listener_that_leaves_connects_pending();
+    let server = TestServer::start(Site::new().page("/", "x"));
+    let (stalled, url) = (
+        Url::parse(&format!("http://{stalled_addr}/")).unwrap(),
+        root(&server),
+    );
+    run(async move {
+        // A budget of one socket, spent on a connect that never finishes.
+        let pool = ConnectionPool::new(10, 1);
+        let abandoned = wait_for(
+            Box::pin(pool.connect(&stalled, true)),
+            Duration::from_millis(100),
+        )
+        .await;
+        assert!(abandoned.is_err(), "the connect to a full queue finished");
+        // The deadline dropped that connect, and its permit came back: the
+        // next connect does not wait for a socket that will never close.
+        let connected =
+            wait_for(Box::pin(pool.connect(&url, true)), Duration::from_secs(10)).await?;
+        assert!(!connected.reused());
+        assert_eq!(pool.open_count(), 1);
+        Ok(())
+    })
+    .unwrap();
+}
