@@ -13,7 +13,7 @@ use std::time::Duration;
 use lesson1_threadpool::crawl;
 use shared::fixtures::server::{Route, Site, TestServer};
 use shared::log::{Level, Log};
-use shared::{Config, FailKind, Lesson};
+use shared::{Config, Lesson};
 
 fn config(server: &TestServer, threads: usize) -> Config {
     let mut config = Config::new(Lesson::One, [server.url("/")]);
@@ -57,33 +57,5 @@ fn exercise_per_host_limit() {
 #[test]
 #[ignore = "exercise: retry network errors up to --max-tries times"]
 fn exercise_retry_network_errors() {
-    let site = Site::new()
-        .page(
-            "/",
-            r#"<a href="/flaky">flaky</a> <a href="/dead">dead</a>"#,
-        )
-        .route("/flaky", Route::html("at last").drop_first(2))
-        .route("/dead", Route::html("never").drop_first(usize::MAX));
-    let server = TestServer::start(site);
-    let mut config = config(&server, 2);
-    config.max_tries = 3;
-    let report = crawl(&config).unwrap();
-
-    let flaky = report
-        .stats
-        .iter()
-        .find(|s| s.url.ends_with("/flaky"))
-        .expect("/flaky is reported");
-    assert_eq!(flaky.status, Some(200), "third time lucky: {flaky:?}");
-    assert_eq!(server.request_count("/flaky"), 3);
-
-    let dead = report
-        .stats
-        .iter()
-        .find(|s| s.url.ends_with("/dead"))
-        .expect("/dead is reported");
-    assert_eq!(dead.error.as_ref().map(|e| e.kind), Some(FailKind::Reset));
-    assert_eq!(server.request_count("/dead"), 3, "three tries, no more");
-    // A page that answered is never fetched twice.
-    assert_eq!(server.request_count("/"), 1);
+    shared::behaviour::exercise_retry_network_errors(Lesson::One, crawl);
 }

@@ -599,6 +599,37 @@ pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
     );
 }
 
+/// The check behind the "retry network errors" exercise of lessons 1–3
+/// (lesson 4 has retries built in): with `max_tries = 3`, `/flaky` drops its
+/// first two connections and answers the third, and `/dead` never answers —
+/// so `/flaky` ends as a 200 after three requests, `/dead` as a `reset`
+/// failure after three, and a page that answered is never fetched twice.
+pub fn exercise_retry_network_errors(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/flaky">flaky</a> <a href="/dead">dead</a>"#,
+            )
+            .route("/flaky", Route::html("at last").drop_first(2))
+            .route("/dead", Route::html("never").drop_first(usize::MAX)),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    config.max_tries = 3;
+    let report = crawl_within_deadline(crawl, &config);
+
+    let flaky = stat(&report, &server.url("/flaky"));
+    assert_eq!(flaky.status, Some(200), "third time lucky: {flaky:?}");
+    assert_eq!(server.request_count("/flaky"), 3);
+
+    assert_eq!(
+        kind_of(&report, &server.url("/dead")),
+        Some(FailKind::Reset)
+    );
+    assert_eq!(server.request_count("/dead"), 3, "three tries, no more");
+    assert_eq!(server.request_count("/"), 1);
+}
+
 /// Expands to one `#[test]` per behaviour case for a lesson's `crawl`.
 #[macro_export]
 macro_rules! behaviour_suite {
