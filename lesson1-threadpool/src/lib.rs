@@ -50,12 +50,10 @@ use shared::{Config, CrawlReport};
 use crate::crawler::Crawler;
 use crate::pool::ThreadPool;
 
-/// The most threads a crawl may start. Well below where Linux stops a
-/// process from mapping more thread stacks (about 16,000 with the default
-/// `vm.max_map_count`) — and past that point Rust's runtime does not return
-/// an error from `spawn`, it aborts the process (see the chapter, "What a
-/// thread costs").
-pub const MAX_THREADS: usize = 10_000;
+/// The most threads a crawl may start: the command line refuses more (see
+/// [`shared::cli::MAX_THREADS`] for why), and `crawl` checks again for
+/// callers that build a `Config` by hand.
+pub use shared::cli::MAX_THREADS;
 
 // ANCHOR: crawl
 /// Crawl from `config.roots` with `config.threads` threads and report every

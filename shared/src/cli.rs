@@ -93,6 +93,13 @@ pub struct Config {
     pub limits: Limits,
 }
 
+/// The most threads `--threads` accepts. Past about 16,000 threads Linux
+/// refuses to map more thread stacks (the default `vm.max_map_count`), and
+/// Rust's runtime then aborts the process instead of returning an error from
+/// `spawn`; lesson 1's chapter measures it. Refusing here makes it a usage
+/// error (exit 2) rather than a crawl that cannot start.
+pub const MAX_THREADS: usize = 10_000;
+
 /// The root crawled when none is given: the tutorial's local site.
 pub const DEFAULT_ROOT: &str = "http://localhost:3000/";
 
@@ -220,6 +227,12 @@ where
                     only_in(Lesson::One, lesson, &typed)?;
                     let value = value_of(&typed, inline, &mut args)?;
                     config.threads = parse_count(&typed, &value, 1)?;
+                    if config.threads > MAX_THREADS {
+                        return Err(usage(format!(
+                            "{typed} must be at most {MAX_THREADS}, got {}",
+                            config.threads
+                        )));
+                    }
                 }
                 "max-tasks" => {
                     only_in(Lesson::Four, lesson, &typed)?;
@@ -775,6 +788,10 @@ mod tests {
         assert_eq!(
             error(Lesson::One, &["--threads", "0"]),
             "--threads must be at least 1, got 0"
+        );
+        assert_eq!(
+            error(Lesson::One, &["--threads", "10001"]),
+            "--threads must be at most 10000, got 10001"
         );
         assert_eq!(
             error(Lesson::Four, &["--max_tasks=0"]),
