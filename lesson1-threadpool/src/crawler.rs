@@ -24,7 +24,6 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::Context;
 use shared::http::Limits;
 use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
@@ -70,15 +69,7 @@ impl Crawler {
     /// missing, fragment dropped), duplicates removed, and all of them
     /// already in `seen_urls` so that a link back to a root is not new.
     pub fn new(config: &Config) -> anyhow::Result<Crawler> {
-        let mut roots: Vec<Url> = Vec::new();
-        for root in &config.roots {
-            let url = links::normalize_root(root)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("bad root URL {root:?}"))?;
-            if !roots.contains(&url) {
-                roots.push(url);
-            }
-        }
+        let roots = links::normalize_roots(&config.roots)?;
         Ok(Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
             seen_urls: Mutex::new(roots.iter().cloned().collect()),

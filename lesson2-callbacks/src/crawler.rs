@@ -32,7 +32,6 @@ use std::collections::{HashSet, VecDeque};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use anyhow::Context;
 use shared::http::Limits;
 use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
@@ -90,15 +89,7 @@ impl Crawler {
     /// already in `seen_urls` so that a link back to a root is not new. At
     /// most `socket_budget` fetches hold a socket at once.
     pub fn new(config: &Config, socket_budget: usize) -> anyhow::Result<Rc<RefCell<Crawler>>> {
-        let mut roots: Vec<Url> = Vec::new();
-        for root in &config.roots {
-            let url = links::normalize_root(root)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("bad root URL {root:?}"))?;
-            if !roots.contains(&url) {
-                roots.push(url);
-            }
-        }
+        let roots = links::normalize_roots(&config.roots)?;
         Ok(Rc::new_cyclic(|this| {
             RefCell::new(Crawler {
                 policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),

@@ -36,8 +36,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
 
-use anyhow::Context;
-use shared::links::{normalize_root, UrlPolicy};
+use shared::links::{normalize_roots, UrlPolicy};
 use shared::log::Log;
 use shared::page::{analyze, Analysis};
 use shared::report;
@@ -91,15 +90,7 @@ pub struct Crawler {
 impl Crawler {
     /// A crawler for `config`, its roots already queued.
     pub fn new(config: &Config) -> anyhow::Result<Crawler> {
-        let mut roots: Vec<Url> = Vec::new();
-        for root in &config.roots {
-            let url = normalize_root(root)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("bad root URL {root:?}"))?;
-            if !roots.contains(&url) {
-                roots.push(url);
-            }
-        }
+        let roots = normalize_roots(&config.roots)?;
         let crawler = Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
             max_redirect: config.max_redirect,

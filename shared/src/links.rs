@@ -326,6 +326,22 @@ fn without_fragment(raw: &[u8]) -> &[u8] {
     raw
 }
 
+/// The crawl's roots: each normalized with [`normalize_root`], duplicates
+/// dropped (a root given twice is fetched once), order kept. Every lesson
+/// starts its crawler with this, so it lives here once.
+pub fn normalize_roots(roots: &[String]) -> anyhow::Result<Vec<Url>> {
+    let mut normalized: Vec<Url> = Vec::new();
+    for root in roots {
+        let url = normalize_root(root)
+            .map_err(anyhow::Error::msg)
+            .map_err(|e| e.context(format!("bad root URL {root:?}")))?;
+        if !normalized.contains(&url) {
+            normalized.push(url);
+        }
+    }
+    Ok(normalized)
+}
+
 /// A root from the command line: `http://` added when it has no scheme,
 /// fragment dropped. An error message when it is not a URL.
 pub fn normalize_root(root: &str) -> Result<Url, String> {
@@ -1016,5 +1032,25 @@ mod tests {
             "scheme mailto not followed"
         );
         assert_eq!(Skip::Excluded.to_string(), "excluded");
+    }
+
+    #[test]
+    fn roots_are_normalized_deduplicated_and_checked() {
+        let roots: Vec<String> = [
+            "localhost:3000/",
+            "http://localhost:3000/#top",
+            "http://h/a",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let urls: Vec<String> = normalize_roots(&roots)
+            .unwrap()
+            .iter()
+            .map(|u| u.to_string())
+            .collect();
+        assert_eq!(urls, ["http://localhost:3000/", "http://h/a"]);
+        let bad = normalize_roots(&["http://[".to_string()]).unwrap_err();
+        assert!(format!("{bad:#}").starts_with("bad root URL"), "{bad:#}");
     }
 }

@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use shared::http::{get_request, Response, ResponseParser, Version};
-use shared::links::{normalize_root, UrlPolicy};
+use shared::links::{normalize_roots, UrlPolicy};
 use shared::net::Resolver;
 use shared::page::analyze;
 use shared::{Config, CrawlReport, FailKind, FetchError, FetchStatistic};
@@ -58,10 +58,7 @@ fn fetch(url: &Url, resolver: &Resolver, config: &Config) -> Result<Response, Fe
 
 fn reference_crawl(config: &Config) -> anyhow::Result<CrawlReport> {
     let started = Instant::now();
-    let mut roots = Vec::new();
-    for root in &config.roots {
-        roots.push(normalize_root(root).map_err(anyhow::Error::msg)?);
-    }
+    let roots = normalize_roots(&config.roots)?;
     let policy = UrlPolicy::new(&roots, config.exclude.clone(), config.lenient);
     let resolver = Resolver::new();
     let mut seen: HashSet<Url> = HashSet::new();
