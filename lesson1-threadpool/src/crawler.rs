@@ -19,9 +19,17 @@
 //! The other shared pieces — the finished statistics and the count of
 //! fetches in flight — each have a lock of their own, held for a line or
 //! two. Nothing slow (no socket, no parsing) ever runs under a lock.
+//!
+//! The count of fetches in flight does a second job: it is where a thread
+//! waits for a file descriptor. Every fetch needs a socket, a process may
+//! hold only so many, and `--threads 100` under a limit of 64 open files
+//! would otherwise fail URLs with "too many open files". [`InFlight::start`]
+//! lets a fetch begin only while fewer than the socket budget are in
+//! flight, and otherwise sleeps on a `Condvar` until one ends: lesson 1's
+//! thread pool, with a semaphore in front of the sockets.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use shared::http::Limits;
@@ -29,10 +37,10 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
-use shared::{report, Config, CrawlReport, FetchStatistic};
+use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
-use crate::fetch;
+use crate::fetch::{self, Fetched};
 use crate::queue::Queue;
 
 // ANCHOR: crawler
@@ -59,7 +67,8 @@ pub struct Crawler {
     seen_urls: Mutex<HashSet<Url>>,
     /// One statistic per finished URL, in the order they finished.
     done: Mutex<Vec<FetchStatistic>>,
-    /// Fetches in flight now, and the most at once.
+    /// Fetches in flight now, and the most at once; where a fetch waits for
+    /// a file descriptor.
     in_flight: InFlight,
 }
 // ANCHOR_END: crawler
@@ -79,7 +88,7 @@ impl Crawler {
             limits: config.limits,
             log: config.log.clone(),
             done: Mutex::new(Vec::new()),
-            in_flight: InFlight::default(),
+            in_flight: InFlight::new(config.socket_budget()),
         })
     }
 
@@ -93,13 +102,25 @@ impl Crawler {
     /// takes from `urls_todo`. Runs on many threads at once.
     pub fn fetch(&self, urls_todo: &Queue<Url>, url: Url) {
         // The slow part — network and parsing — holds no lock.
-        let stat = match fetch::get(
-            &url,
-            &self.resolver,
-            self.timeout,
-            self.limits,
-            &self.in_flight,
-        ) {
+        let fetched = loop {
+            // Waits while the socket budget is spent; the fetch is in flight
+            // from here until this guard is dropped at the end of the turn.
+            let in_flight = self.in_flight.start();
+            match fetch::get(&url, &self.resolver, self.timeout, self.limits) {
+                Fetched::Done(result) => break result,
+                // No descriptor after all: the budget was too hopeful. The
+                // fetches in flight will each close one; wait for that.
+                Fetched::OutOfDescriptors if in_flight.out_of_descriptors() => {
+                    self.log
+                        .debug(format_args!("wait {url}: out of file descriptors"));
+                }
+                // None in flight, so none will be freed: a real failure.
+                Fetched::OutOfDescriptors => {
+                    break Err(FetchError::new(FailKind::Connect, "too many open files"))
+                }
+            }
+        };
+        let stat = match fetched {
             Err(error) => FetchStatistic::failed(url.as_str(), error),
             Ok(response) => {
                 let Analysis {
@@ -201,32 +222,70 @@ impl Crawler {
 // ANCHOR: in_flight
 /// Counts fetches in flight, and remembers the most there ever were at once:
 /// the report's "achieved concurrency". In lesson 1 it can never exceed
-/// `--threads` — a thread does one fetch at a time.
-#[derive(Debug, Default)]
+/// `--threads` — a thread does one fetch at a time — nor the socket budget:
+/// a fetch that would exceed it waits.
+#[derive(Debug)]
 pub struct InFlight {
-    /// `(now, peak)`, changed together under one lock so the peak is a
-    /// count that really happened.
-    counts: Mutex<(usize, usize)>,
+    /// The numbers, changed together under one lock so the peak is a count
+    /// that really happened and no two threads take the last socket.
+    counts: Mutex<Counts>,
+    /// Notified when a fetch ends: a thread waiting in [`InFlight::start`]
+    /// for a descriptor may go.
+    ended: Condvar,
+}
+
+/// What [`InFlight`] guards.
+#[derive(Debug)]
+struct Counts {
+    /// Fetches in flight now.
+    now: usize,
+    /// The most at once.
+    peak: usize,
+    /// How many may be in flight at once: one socket each.
+    budget: usize,
 }
 
 impl InFlight {
-    /// A fetch has opened its socket. It stays counted until the returned
-    /// guard is dropped, however the fetch ends.
+    /// No fetch in flight yet; at most `budget` at once (at least one).
+    pub fn new(budget: usize) -> InFlight {
+        InFlight {
+            counts: Mutex::new(Counts {
+                now: 0,
+                peak: 0,
+                budget: budget.max(1),
+            }),
+            ended: Condvar::new(),
+        }
+    }
+
+    /// Wait until a fetch may open a socket, then count it in flight until
+    /// the returned guard is dropped, however the fetch ends.
     pub fn start(&self) -> InFlightGuard<'_> {
-        let mut counts = self.counts.lock().expect("in-flight lock poisoned");
-        counts.0 += 1;
-        counts.1 = counts.1.max(counts.0);
+        let mut counts = self.lock();
+        // A loop, not an `if`: a `Condvar` may wake a thread spuriously, or
+        // another thread may take the freed socket first.
+        while counts.now >= counts.budget {
+            counts = self.ended.wait(counts).unwrap_or_else(|e| e.into_inner());
+        }
+        counts.now += 1;
+        counts.peak = counts.peak.max(counts.now);
         InFlightGuard(self)
     }
 
     /// Fetches in flight right now.
     pub fn now(&self) -> usize {
-        self.counts.lock().expect("in-flight lock poisoned").0
+        self.lock().now
     }
 
     /// The most fetches that were ever in flight at once.
     pub fn peak(&self) -> usize {
-        self.counts.lock().expect("in-flight lock poisoned").1
+        self.lock().peak
+    }
+
+    /// The lock, even if a thread panicked while holding it: the counts are
+    /// plain numbers, never left half-changed.
+    fn lock(&self) -> MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -234,13 +293,27 @@ impl InFlight {
 #[derive(Debug)]
 pub struct InFlightGuard<'a>(&'a InFlight);
 
+impl InFlightGuard<'_> {
+    /// This fetch found no descriptor for its socket. The process holds no
+    /// more sockets than the *other* fetches in flight have open, so that
+    /// becomes the budget. Says whether any other fetch is in flight: if
+    /// not, none will free a descriptor, and waiting would be forever.
+    pub fn out_of_descriptors(&self) -> bool {
+        let mut counts = self.0.lock();
+        let others = counts.now - 1;
+        if others > 0 {
+            counts.budget = counts.budget.min(others);
+        }
+        others > 0
+    }
+}
+
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
         // Not `expect`: this may run while a panic unwinds, where a second
         // panic would abort the process.
-        if let Ok(mut counts) = self.0.counts.lock() {
-            counts.0 -= 1;
-        }
+        self.0.lock().now -= 1;
+        self.0.ended.notify_one();
     }
 }
 // ANCHOR_END: in_flight
@@ -301,7 +374,7 @@ mod tests {
 
     #[test]
     fn in_flight_counts_the_peak_not_the_total() {
-        let in_flight = InFlight::default();
+        let in_flight = InFlight::new(usize::MAX);
         {
             let _a = in_flight.start();
             let _b = in_flight.start();
@@ -310,5 +383,46 @@ mod tests {
         let _c = in_flight.start();
         assert_eq!(in_flight.now(), 1);
         assert_eq!(in_flight.peak(), 2);
+    }
+
+    /// With a budget of two sockets, a third fetch waits until one of the
+    /// two ends — it neither fails nor goes over.
+    #[test]
+    fn a_fetch_over_the_budget_waits_for_one_to_end() {
+        let in_flight = Arc::new(InFlight::new(2));
+        let a = in_flight.start();
+        let _b = in_flight.start();
+        let (started, third) = std::sync::mpsc::channel();
+        let waiter = {
+            let in_flight = Arc::clone(&in_flight);
+            thread::spawn(move || {
+                let _c = in_flight.start();
+                started.send(()).unwrap();
+            })
+        };
+        assert!(
+            third.recv_timeout(Duration::from_millis(200)).is_err(),
+            "a third fetch started while two held the budget"
+        );
+        drop(a);
+        third.recv_timeout(Duration::from_secs(10)).unwrap();
+        waiter.join().unwrap();
+        assert_eq!(in_flight.peak(), 2);
+    }
+
+    /// Out of descriptors with two others in flight: the budget becomes two.
+    /// Alone in flight: nothing will free one, so the fetch must not wait.
+    #[test]
+    fn running_out_of_descriptors_lowers_the_budget() {
+        let in_flight = InFlight::new(100);
+        {
+            let alone = in_flight.start();
+            assert!(!alone.out_of_descriptors());
+        }
+        let _a = in_flight.start();
+        let _b = in_flight.start();
+        let c = in_flight.start();
+        assert!(c.out_of_descriptors());
+        assert_eq!(in_flight.lock().budget, 2);
     }
 }

@@ -21,17 +21,30 @@
 //! - **Bounded memory.** The bytes go to `shared::http::ResponseParser`,
 //!   which stops a response that outgrows the limits instead of growing
 //!   without bound, and knows when the response is complete.
+//! - **No descriptor left.** A socket is a file descriptor, and a process
+//!   may hold only so many. When `connect` finds none left, that is not
+//!   this URL's failure: [`get`] says [`Fetched::OutOfDescriptors`], and the
+//!   crawler waits for another fetch to close its socket.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use shared::http::{self, Limits, Response, ResponseParser, Version};
-use shared::net::Resolver;
+use shared::net::{self, Resolver};
 use shared::{FailKind, FetchError};
 use url::Url;
 
-use crate::crawler::InFlight;
+/// How a fetch ended.
+#[derive(Debug)]
+pub enum Fetched {
+    /// The fetch ran: the response, or why there is none.
+    Done(Result<Response, FetchError>),
+    /// There was no file descriptor left for the socket. Not this URL's
+    /// fault: the crawler has the thread wait until another fetch closes
+    /// its socket, and try again.
+    OutOfDescriptors,
+}
 
 /// How many bytes each `read` may return. The buffer lives on the thread's
 /// stack for the whole fetch — part of what a thread costs (see the chapter).
@@ -39,49 +52,62 @@ const READ_CHUNK: usize = 16 * 1024;
 
 // ANCHOR: get
 /// Fetch `url`: one connection, one HTTP/1.0 request, the whole response —
-/// or the reason there is none. The fetch counts as in flight (for the
-/// report's "achieved concurrency") from the first socket to the return.
-pub fn get(
-    url: &Url,
-    resolver: &Resolver,
-    timeout: Duration,
-    limits: Limits,
-    in_flight: &InFlight,
-) -> Result<Response, FetchError> {
+/// or the reason there is none.
+pub fn get(url: &Url, resolver: &Resolver, timeout: Duration, limits: Limits) -> Fetched {
     let deadline = Deadline::after(timeout);
     // Blocks on the first lookup of each host (the C library's resolver has
     // no timeout to give it); later lookups come from the resolver's cache.
     // `https` is refused here, before any socket exists.
-    let addrs = resolver.resolve(url)?;
-    let _in_flight = in_flight.start();
-    let mut sock = connect(&addrs, &deadline)?;
-    send(
-        &mut sock,
-        &http::get_request(url, Version::Http10Close),
-        &deadline,
-    )?;
-    receive(&mut sock, limits, &deadline)
+    let addrs = match resolver.resolve(url) {
+        Ok(addrs) => addrs,
+        Err(err) => return Fetched::Done(Err(err)),
+    };
+    let mut sock = match connect(&addrs, &deadline) {
+        Ok(sock) => sock,
+        Err(fetched) => return fetched,
+    };
+    Fetched::Done(exchange(&mut sock, url, limits, &deadline))
     // `sock` is dropped here, closing the connection: HTTP/1.0, one
     // request per connection.
+}
+
+/// Send the request and read the whole response.
+fn exchange(
+    sock: &mut TcpStream,
+    url: &Url,
+    limits: Limits,
+    deadline: &Deadline,
+) -> Result<Response, FetchError> {
+    send(
+        sock,
+        &http::get_request(url, Version::Http10Close),
+        deadline,
+    )?;
+    receive(sock, limits, deadline)
 }
 // ANCHOR_END: get
 
 // ANCHOR: connect
 /// Connect to the first address that accepts, trying each in order.
-fn connect(addrs: &[SocketAddr], deadline: &Deadline) -> Result<TcpStream, FetchError> {
+fn connect(addrs: &[SocketAddr], deadline: &Deadline) -> Result<TcpStream, Fetched> {
     let mut last_error = None;
     for addr in addrs {
+        let timeout = deadline
+            .remaining()
+            .map_err(|err| Fetched::Done(Err(err)))?;
         // `connect_timeout` bounds the handshake; plain `connect` could wait
         // minutes for a host that drops packets.
-        match TcpStream::connect_timeout(addr, deadline.remaining()?) {
+        match TcpStream::connect_timeout(addr, timeout) {
             Ok(sock) => return Ok(sock),
+            // No socket could be made at all: another address will not help.
+            Err(err) if net::is_out_of_descriptors(&err) => return Err(Fetched::OutOfDescriptors),
             Err(err) => last_error = Some(err),
         }
     }
-    Err(match last_error {
+    Err(Fetched::Done(Err(match last_error {
         Some(err) => deadline.error_from(&err, true),
         None => FetchError::new(FailKind::Dns, "no address to connect to"),
-    })
+    })))
 }
 // ANCHOR_END: connect
 
@@ -213,27 +239,23 @@ mod tests {
         (url, keep_alive)
     }
 
-    fn get_with(
-        url: &Url,
-        timeout: Duration,
-        in_flight: &InFlight,
-    ) -> Result<Response, FetchError> {
-        get(url, &Resolver::new(), timeout, Limits::default(), in_flight)
+    fn get_with(url: &Url, timeout: Duration) -> Result<Response, FetchError> {
+        match get(url, &Resolver::new(), timeout, Limits::default()) {
+            Fetched::Done(result) => result,
+            Fetched::OutOfDescriptors => panic!("out of descriptors"),
+        }
     }
 
     #[test]
-    fn a_complete_response_comes_back_and_the_fetch_leaves_the_flight_count() {
+    fn a_complete_response_comes_back() {
         let (url, _keep) = serve_once(|mut sock, _hold| {
             let mut request = [0u8; 1024];
             let _ = sock.read(&mut request);
             let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>");
         });
-        let in_flight = InFlight::default();
-        let response = get_with(&url, Duration::from_secs(10), &in_flight).unwrap();
+        let response = get_with(&url, Duration::from_secs(10)).unwrap();
         assert_eq!(response.status, 200);
         assert_eq!(response.body, b"<p>hi</p>");
-        assert_eq!(in_flight.peak(), 1);
-        assert_eq!(in_flight.now(), 0);
     }
 
     #[test]
@@ -243,18 +265,16 @@ mod tests {
             listener.local_addr().unwrap().port()
         };
         let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
-        let err = get_with(&url, Duration::from_secs(10), &InFlight::default()).unwrap_err();
+        let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
         assert_eq!(err.kind, FailKind::Connect, "{err}");
     }
 
     #[test]
     fn https_is_refused_before_a_socket_is_made() {
         let url = Url::parse("https://127.0.0.1:1/").unwrap();
-        let in_flight = InFlight::default();
-        let err = get_with(&url, Duration::from_secs(10), &in_flight).unwrap_err();
+        let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
         assert_eq!(err.kind, FailKind::Unsupported);
         assert_eq!(err.message, "https not supported");
-        assert_eq!(in_flight.peak(), 0, "no socket, so never in flight");
     }
 
     #[test]
@@ -264,7 +284,7 @@ mod tests {
             let _ = hold.recv();
         });
         let started = Instant::now();
-        let err = get_with(&url, Duration::from_millis(300), &InFlight::default()).unwrap_err();
+        let err = get_with(&url, Duration::from_millis(300)).unwrap_err();
         assert_eq!(err.kind, FailKind::Timeout, "{err}");
         assert!(started.elapsed() < Duration::from_secs(5));
     }
@@ -286,7 +306,7 @@ mod tests {
             }
         });
         let started = Instant::now();
-        let err = get_with(&url, Duration::from_millis(500), &InFlight::default()).unwrap_err();
+        let err = get_with(&url, Duration::from_millis(500)).unwrap_err();
         assert_eq!(err.kind, FailKind::Timeout, "{err}");
         assert!(started.elapsed() < Duration::from_secs(5));
     }
@@ -298,7 +318,7 @@ mod tests {
             let _ = sock.read(&mut request);
             let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
         });
-        let err = get_with(&url, Duration::from_secs(10), &InFlight::default()).unwrap_err();
+        let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
         assert_eq!(err.kind, FailKind::Reset, "{err}");
     }
 
@@ -312,7 +332,7 @@ mod tests {
             let _ = sock.write_all(b"HTTP/1.0 204 No Content\r\n\r\n");
         });
         let url = url.join("/a/b?q=1").unwrap();
-        get_with(&url, Duration::from_secs(10), &InFlight::default()).unwrap();
+        get_with(&url, Duration::from_secs(10)).unwrap();
         let request = request.recv().unwrap();
         assert!(
             request.starts_with("GET /a/b?q=1 HTTP/1.0\r\n"),

@@ -84,11 +84,20 @@ fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
         .expect("an achieved concurrency line");
     // The root's callback starts every link's fetch before any can finish,
     // so all of them are in flight at once — unless the open-file limit
-    // caps the crawler's sockets lower.
-    let expected = N.min(shared::net::socket_budget());
-    assert_eq!(achieved, expected, "{stdout}");
+    // caps the crawler's sockets lower (the child's budget, from its own
+    // limit: see `shared::net::socket_budget`).
+    match shared::net::open_files_limit() {
+        Some(limit) if limit < N + 100 => {
+            assert!(
+                achieved < limit,
+                "{achieved} sockets under a limit of {limit}"
+            );
+            assert!(achieved >= limit / 2, "{achieved} under a limit of {limit}");
+        }
+        _ => assert_eq!(achieved, N, "{stdout}"),
+    }
     assert_eq!(most_threads, 1, "lesson2 ran on more than one thread");
-    assert!(server.peak_in_flight() >= expected.min(1000));
+    assert!(server.peak_in_flight() >= achieved.min(1000));
     println!(
         "{} URLs, achieved concurrency {achieved}, in {:?}",
         N + 1,

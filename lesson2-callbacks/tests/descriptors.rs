@@ -111,3 +111,17 @@ fn out_of_descriptors_waits_for_a_free_one() {
         "no URL had to wait for a descriptor"
     );
 }
+
+/// A fetch for every link at once, far more than a process allowed 64 open files can hold sockets for: the crawl
+/// waits for descriptors, completes, and fails no URL.
+#[test]
+fn slow_site_under_ulimit_64() {
+    shared::behaviour::slow_site_under_fd_limit(env!("CARGO_BIN_EXE_lesson2"), &[], 64);
+}
+
+/// `--demo` under the same limit: the demo server shares the process's
+/// descriptors, and the crawl leaves it its half.
+#[test]
+fn demo_under_ulimit_64() {
+    shared::behaviour::demo_under_fd_limit(env!("CARGO_BIN_EXE_lesson2"), &[], 64);
+}

@@ -60,9 +60,9 @@ use crate::event_loop::EventLoop;
 
 // ANCHOR: crawl
 /// Crawl from `config.roots` on one thread and report every URL reached. At
-/// most `shared::net::socket_budget()` fetches hold a socket at once.
+/// most `config.socket_budget()` fetches hold a socket at once.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
-    crawl_with_budget(config, shared::net::socket_budget())
+    crawl_with_budget(config, config.socket_budget())
 }
 
 /// [`crawl`] with at most `socket_budget` sockets open at once (a test can

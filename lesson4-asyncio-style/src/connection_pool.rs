@@ -9,23 +9,30 @@
 //! next fetch for the same scheme, host and port takes it instead of
 //! connecting.
 //!
-//! Three things keep the pool honest:
+//! Four things keep the pool honest:
 //!
 //! - **At most [`MAX_IDLE_PER_HOST`] idle connections per host.** More are
 //!   closed on release: idle sockets cost the server as much as busy ones.
 //! - **A limit on open sockets in total** (the process's descriptor budget,
-//!   from `shared::net::socket_budget`). A fetch that needs a new socket when
-//!   the budget is spent first closes an idle connection to another host, or
-//!   else waits for one to be closed — "too many open files" is waited out,
-//!   not crashed on. The budget is kept as a [`Queue`] of permits, one per
-//!   socket that may be opened, the way Go programs use a buffered channel as
-//!   a semaphore: the queue already knows how to make coroutines wait. A
-//!   connect in progress holds its permit in a guard, so a connect that is
-//!   abandoned half-way (its fetch's deadline passed) still gives it back.
+//!   from `Config::socket_budget`). It is kept as a [`Queue`] of *slots*,
+//!   one per socket the crawl may hold, the way Go programs use a buffered
+//!   channel as a semaphore: the queue already knows how to make coroutines
+//!   wait. A fetch first [`acquire`](ConnectionPool::acquire)s what it will
+//!   use: an idle connection to its host, or a free slot — taken from the
+//!   queue, or made by closing an idle connection to another host, or
+//!   waited for. The waiting happens before the fetch's deadline starts, so
+//!   "too many open files" is waited out, never reported as a timeout.
+//! - **A fetch that finishes hands its connection on.** Kept idle while
+//!   other fetches wait for a slot, it would be of no use to them (they are
+//!   not looking at the idle list, they are waiting in the queue), and with
+//!   a hundred workers sharing fifty descriptors the waiting ones would wait
+//!   until their turn never came. So `release` puts a connection into the
+//!   slot queue when anyone waits there: the first waiter reuses it if it is
+//!   for its host, or closes it and opens its own in its place.
 //! - **A pooled connection may be stale**: the server may have closed it
 //!   while it sat idle. That is only discovered by using it. The caller
 //!   ([`crate::fetch`]) resends on a fresh connection when a reused one fails
-//!   before any byte of the response arrived.
+//!   before any byte of the response arrived, in the stale one's slot.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -82,8 +89,9 @@ struct PoolInner {
     hosts: RefCell<HashMap<Rc<PoolKey>, Host>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
-    /// One item per socket that may still be opened (see the module text).
-    permits: Queue<()>,
+    /// The slots of sockets that may be opened, or handed-on connections
+    /// that come with their slot (see the module text).
+    slots: Queue<Slot>,
     /// Sockets open now, idle or in use.
     open: Cell<usize>,
     /// Connections opened over the pool's life (for tests and curiosity).
@@ -101,8 +109,41 @@ struct Host {
     addrs: Option<Rc<[SocketAddr]>>,
 }
 
+/// An item of the pool's slot queue: the right to one socket.
+enum Slot {
+    /// No socket yet: room to open one.
+    Free,
+    /// A connection released by a fetch while others waited, handed on with
+    /// its slot to whoever takes it.
+    Open(Connection),
+}
+
+/// What [`ConnectionPool::acquire`] gives a fetch: the socket it may use.
+pub enum Grant<'a> {
+    /// An open connection to the URL's host, to reuse.
+    Reuse(Connection),
+    /// Room to open a new socket.
+    Open(Permit<'a>),
+}
+
+/// A connect found no file descriptor left, though the budget allowed one
+/// more: the real limit is lower. The slot is retired, so the pool shrinks
+/// to what the system allows, and the fetch acquires again: it waits until
+/// one of the pool's own sockets closes. Not the URL's failure, and not a
+/// try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfDescriptors;
+
+impl std::fmt::Display for OutOfDescriptors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("out of file descriptors")
+    }
+}
+
+impl std::error::Error for OutOfDescriptors {}
+
 /// A connection taken from the pool. Dropping it closes it (and returns its
-/// permit); [`ConnectionPool::release`] may keep it for reuse instead.
+/// slot); [`ConnectionPool::release`] may keep it for reuse instead.
 pub struct Connection {
     /// The open socket.
     socket: Socket,
@@ -143,16 +184,16 @@ impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {
             pool.open.set(pool.open.get() - 1);
-            pool.permits.put_nowait(());
+            pool.slots.put_nowait(Slot::Free);
         }
     }
 }
 
-/// The right to open one socket, taken from the pool's permits. Dropped, it
+/// The right to open one socket, taken from the pool's slots. Dropped, it
 /// goes back — so a connect that fails, is cancelled, or is abandoned by a
 /// deadline half-way does not lose it — unless [`Permit::forget`] was called.
-struct Permit<'a> {
-    /// The pool whose permits it counts in.
+pub struct Permit<'a> {
+    /// The pool whose slot it is.
     pool: &'a PoolInner,
 }
 
@@ -166,7 +207,7 @@ impl Permit<'_> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
-        self.pool.permits.put_nowait(());
+        self.pool.slots.put_nowait(Slot::Free);
     }
 }
 
@@ -174,65 +215,105 @@ impl ConnectionPool {
     /// A pool that keeps up to `max_idle_per_host` idle connections per key
     /// and opens at most `limit` sockets at once.
     pub fn new(max_idle_per_host: usize, limit: usize) -> ConnectionPool {
-        let permits = Queue::new();
+        let slots = Queue::new();
         for _ in 0..limit.max(1) {
-            permits.put_nowait(());
+            slots.put_nowait(Slot::Free);
         }
         ConnectionPool {
             inner: Rc::new(PoolInner {
                 resolver: Resolver::new(),
                 hosts: RefCell::new(HashMap::new()),
                 max_idle_per_host,
-                permits,
+                slots,
                 open: Cell::new(0),
                 opened: Cell::new(0),
             }),
         }
     }
 
+    // ANCHOR: acquire
+    /// What a fetch of `url` will use: an idle connection to its host, or
+    /// else a slot to open a new one — free at once, or freed by closing an
+    /// idle connection to another host, or waited for. Only a cancellation
+    /// comes out as an error. No deadline runs while this waits: a fetch that
+    /// waits for a descriptor has not started yet.
+    pub async fn acquire(&self, url: &Url) -> anyhow::Result<Grant<'_>> {
+        let key = PoolKey::of(url);
+        if let Some(connection) = key.as_ref().and_then(|key| self.take_idle(key)) {
+            return Ok(Grant::Reuse(connection));
+        }
+        let slot = match self.inner.slots.get_nowait() {
+            Some(slot) => slot,
+            None => {
+                // Closing an idle connection puts its slot in the queue.
+                if let Some(connection) = self.evict_one_idle() {
+                    drop(connection);
+                }
+                self.inner
+                    .slots
+                    .get()
+                    .await
+                    .context("waiting for a free socket")?
+            }
+        };
+        Ok(match slot {
+            Slot::Open(connection) if key.as_ref() == Some(&*connection.key) => {
+                Grant::Reuse(connection)
+            }
+            // Handed on for another host: close it, keep its slot.
+            Slot::Open(connection) => Grant::Open(self.reopen(connection)),
+            Slot::Free => Grant::Open(Permit { pool: &self.inner }),
+        })
+    }
+
+    /// Close `connection` but keep its slot, for a new socket in its place:
+    /// the stale connection's resend, or a handed-on connection to another
+    /// host. (Its `Drop` would give the slot to the queue, where a waiting
+    /// fetch could take it first.)
+    pub fn reopen(&self, mut connection: Connection) -> Permit<'_> {
+        connection.pool = Weak::new();
+        drop(connection);
+        self.inner.open.set(self.inner.open.get() - 1);
+        Permit { pool: &self.inner }
+    }
+    // ANCHOR_END: acquire
+
     // ANCHOR: connect
-    /// A connection to `url`'s host: an idle one when there is one (unless
-    /// `fresh` is asked for), else a new one. Errors are [`FetchError`]s
-    /// (`unsupported`, `dns`, `connect`), or a cancellation.
-    pub async fn connect(&self, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
-        check_scheme(url)?;
-        let key = self.shared_key(url)?;
-        if !fresh {
-            let idle = self
-                .inner
-                .hosts
-                .borrow_mut()
-                .get_mut(&key)
-                .and_then(|host| host.idle.pop());
-            if let Some(mut connection) = idle {
+    /// The connection `grant` stands for: the reused one, or a new one to
+    /// `url`'s host opened in the granted slot. Errors are [`FetchError`]s
+    /// (`unsupported`, `dns`, `connect`), [`OutOfDescriptors`], or a
+    /// cancellation.
+    pub async fn connect(&self, url: &Url, grant: Grant<'_>) -> anyhow::Result<Connection> {
+        let permit = match grant {
+            Grant::Reuse(mut connection) => {
                 connection.reused = true;
                 return Ok(connection);
             }
-        }
+            Grant::Open(permit) => permit,
+        };
+        check_scheme(url)?;
+        let key = self.shared_key(url)?;
         let addrs = self.addresses(url, &key)?;
         let mut last_error = None;
         // `localhost` may resolve to `::1` first, where nothing listens: each
         // address in turn, as the spec asks.
         for addr in addrs.iter() {
-            let connected = loop {
-                let permit = self.acquire_permit().await?;
-                match Socket::connect(*addr).await {
-                    // Out of descriptors, though the budget allowed one more:
-                    // the real limit is lower. This permit is retired, so the
-                    // pool shrinks to what the system allows, and the connect
-                    // waits until one of our own sockets closes.
-                    Err(err) if self.out_of_descriptors(&err) => permit.forget(),
-                    connected => break connected.map(|socket| (socket, permit)),
+            match Socket::connect(*addr).await {
+                Ok(socket) => return Ok(self.new_connection(socket, &key, permit)),
+                // The slot was never usable: retire it, and have the fetch
+                // acquire again (it waits for one of our own sockets to
+                // close). With none of ours open, nothing would ever close:
+                // that is a real failure, reported below.
+                Err(err) if self.out_of_descriptors(&err) => {
+                    permit.forget();
+                    return Err(OutOfDescriptors.into());
                 }
-            };
-            // A permit that is not handed to a connection goes back as it is
-            // dropped: after a failure, and also if this coroutine is
-            // cancelled or abandoned by a deadline half-way.
-            match connected {
-                Ok((socket, permit)) => return Ok(self.new_connection(socket, &key, permit)),
                 Err(err) if is_cancelled(&err) => return Err(err),
                 Err(err) => last_error = Some(connect_error(addr, &err).into()),
             }
+            // A permit that is not handed to a connection goes back as it is
+            // dropped: after a failure, and also if this coroutine is
+            // cancelled or abandoned by a deadline half-way.
         }
         Err(last_error.unwrap_or_else(|| {
             FetchError::new(FailKind::Connect, "no address to connect to").into()
@@ -298,22 +379,10 @@ impl ConnectionPool {
         Ok(addrs)
     }
 
-    /// Take a permit to open a socket: at once if one is free; else by
-    /// closing an idle connection (to any host); else by waiting.
-    async fn acquire_permit(&self) -> anyhow::Result<Permit<'_>> {
-        if self.inner.permits.get_nowait().is_none() {
-            if let Some(connection) = self.evict_one_idle() {
-                drop(connection);
-            }
-            if self.inner.permits.get_nowait().is_none() {
-                self.inner
-                    .permits
-                    .get()
-                    .await
-                    .context("waiting for a free socket")?;
-            }
-        }
-        Ok(Permit { pool: &self.inner })
+    /// An idle connection to `key`'s host, if one is kept.
+    fn take_idle(&self, key: &PoolKey) -> Option<Connection> {
+        let mut hosts = self.inner.hosts.borrow_mut();
+        hosts.get_mut(key).and_then(|host| host.idle.pop())
     }
 
     /// Remove one idle connection, if any (to be closed by the caller,
@@ -328,6 +397,11 @@ impl ConnectionPool {
     /// response allows it and the host has room, closed otherwise.
     pub fn release(&self, connection: Connection, reusable: bool) {
         if !reusable {
+            return;
+        }
+        // Fetches are waiting for a slot: this one is theirs (module text).
+        if self.inner.slots.waiting() > 0 {
+            self.inner.slots.put_nowait(Slot::Open(connection));
             return;
         }
         let mut hosts = self.inner.hosts.borrow_mut();
@@ -361,7 +435,8 @@ impl ConnectionPool {
         self.inner.opened.get()
     }
 
-    /// Close every idle connection.
+    /// Close every idle connection, and any handed-on one that no fetch
+    /// took (each gives its slot back as a free one).
     pub fn close(&self) {
         let idle: Vec<Connection> = self
             .inner
@@ -371,6 +446,13 @@ impl ConnectionPool {
             .flat_map(|host| std::mem::take(&mut host.idle))
             .collect();
         drop(idle);
+        let slots: Vec<Slot> = std::iter::from_fn(|| self.inner.slots.get_nowait()).collect();
+        for slot in slots {
+            match slot {
+                Slot::Free => self.inner.slots.put_nowait(Slot::Free),
+                Slot::Open(connection) => drop(connection),
+            }
+        }
     }
 }
 

@@ -43,7 +43,7 @@ use shared::report;
 use shared::{Config, CrawlReport, FetchError, FetchStatistic};
 use url::Url;
 
-use crate::connection_pool::{ConnectionPool, MAX_IDLE_PER_HOST};
+use crate::connection_pool::{ConnectionPool, OutOfDescriptors, MAX_IDLE_PER_HOST};
 use crate::event_loop::get_running_loop;
 use crate::fetch::{fetch, Session};
 use crate::future::is_cancelled;
@@ -103,7 +103,7 @@ impl Crawler {
             in_flight: Cell::new(0),
             peak_in_flight: Cell::new(0),
             session: Session {
-                pool: ConnectionPool::new(MAX_IDLE_PER_HOST, shared::net::socket_budget()),
+                pool: ConnectionPool::new(MAX_IDLE_PER_HOST, config.socket_budget()),
                 timeout: config.timeout,
                 limits: config.limits,
                 log: config.log.clone(),
@@ -186,8 +186,12 @@ impl Crawler {
             let response = loop {
                 tries += 1;
                 let attempt = {
+                    // The socket first: an idle connection, or a slot for a
+                    // new one. Waiting for it is no part of the attempt: no
+                    // deadline runs, and the fetch is not in flight yet.
+                    let grant = self.session.pool.acquire(url).await?;
                     let _in_flight = InFlight::enter(self);
-                    fetch(&self.session, url).await
+                    fetch(&self.session, url, grant).await
                 };
                 match attempt {
                     Ok(response) => {
@@ -197,6 +201,12 @@ impl Crawler {
                         break response;
                     }
                     Err(err) if is_cancelled(&err) => return Err(err),
+                    // Not this URL's failure: acquire again, and wait.
+                    Err(err) if err.is::<OutOfDescriptors>() => {
+                        self.log
+                            .debug(format_args!("wait {url}: out of file descriptors"));
+                        tries -= 1;
+                    }
                     Err(err) => {
                         let err = FetchError::from_anyhow(&err);
                         self.log

@@ -5,8 +5,10 @@
 //! one *attempt* of the original crawler's `session.get(url,
 //! allow_redirects=False)`:
 //!
-//! - the connection comes from the [`ConnectionPool`] (reused, or new: the
-//!   pool resolves the host once per crawl and tries each address in order);
+//! - the connection comes from the [`ConnectionPool`]: the caller acquired
+//!   it, reused or as a slot to open a new one, before the attempt began
+//!   (the pool resolves the host once per crawl and tries each address in
+//!   order);
 //! - the request is HTTP/1.1, and reading stops when the parser says the
 //!   response is complete — the connection stays open for the next request;
 //! - a *stale* pooled connection — one the server closed while it was idle,
@@ -55,7 +57,7 @@ use shared::log::Log;
 use shared::{FailKind, FetchError};
 use url::Url;
 
-use crate::connection_pool::{Connection, ConnectionPool};
+use crate::connection_pool::{Connection, ConnectionPool, Grant, OutOfDescriptors};
 use crate::future::is_cancelled;
 use crate::wait_for::{wait_for, TimeoutError};
 
@@ -75,9 +77,10 @@ pub struct Session {
 }
 
 // ANCHOR: fetch
-/// One attempt at `url`, within the session's timeout. The error is a
-/// [`FetchError`] (its kind is the report's `fail_<kind>`), or a
-/// cancellation of the task.
+/// One attempt at `url` on the connection `grant` stands for, within the
+/// session's timeout. The error is a [`FetchError`] (its kind is the
+/// report's `fail_<kind>`), [`OutOfDescriptors`], or a cancellation of the
+/// task.
 #[expect(
     clippy::manual_async_fn,
     reason = "an `async fn` would keep its arguments twice"
@@ -85,11 +88,12 @@ pub struct Session {
 pub fn fetch<'a>(
     session: &'a Session,
     url: &'a Url,
+    grant: Grant<'a>,
 ) -> impl Future<Output = anyhow::Result<Response>> + 'a {
     async move {
-        match wait_for(pin!(get(session, url)), session.timeout).await {
+        match wait_for(pin!(get(session, url, grant)), session.timeout).await {
             Ok(response) => Ok(response),
-            Err(err) if is_cancelled(&err) => Err(err),
+            Err(err) if is_cancelled(&err) || err.is::<OutOfDescriptors>() => Err(err),
             Err(err) if err.is::<TimeoutError>() => {
                 let message = format!("timed out after {:?}", session.timeout);
                 Err(FetchError::new(FailKind::Timeout, message).into())
@@ -111,11 +115,11 @@ pub fn fetch<'a>(
 fn get<'a>(
     session: &'a Session,
     url: &'a Url,
+    mut grant: Grant<'a>,
 ) -> impl Future<Output = anyhow::Result<Response>> + 'a {
     async move {
-        let mut fresh = false;
         loop {
-            let mut connection = session.pool.connect(url, fresh).await?;
+            let mut connection = session.pool.connect(url, grant).await?;
             let mut parser = None;
             match exchange(session, &mut connection, url, &mut parser).await {
                 Ok(response) => {
@@ -129,7 +133,7 @@ fn get<'a>(
                     session.log.debug(format_args!(
                         "{url}: pooled connection was closed ({err:#}), resending"
                     ));
-                    fresh = true;
+                    grant = Grant::Open(session.pool.reopen(connection));
                 }
                 Err(err) => return Err(err),
             }

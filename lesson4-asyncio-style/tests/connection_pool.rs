@@ -1,10 +1,11 @@
 //! The connection pool on its own: idle connections are capped per host and
-//! reused newest first, and the socket budget makes a connect wait (or close
-//! an idle connection to another host) instead of failing.
+//! reused newest first, the socket budget makes a connect wait (or close an
+//! idle connection to another host) instead of failing, and a connection
+//! released while fetches wait goes to the first of them.
 
 use std::time::Duration;
 
-use lesson4_asyncio_style::connection_pool::ConnectionPool;
+use lesson4_asyncio_style::connection_pool::{Connection, ConnectionPool, Grant};
 use lesson4_asyncio_style::event_loop::{get_running_loop, run};
 use lesson4_asyncio_style::sleep::sleep;
 use lesson4_asyncio_style::wait_for::wait_for;
@@ -16,15 +17,25 @@ fn root(server: &TestServer) -> Url {
     Url::parse(&server.url("/")).unwrap()
 }
 
+/// What a fetch does: acquire, then connect — with `fresh`, never on an
+/// idle connection (its slot is used for a new one, as a resend does).
+async fn connect(pool: &ConnectionPool, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
+    let grant = match pool.acquire(url).await? {
+        Grant::Reuse(connection) if fresh => Grant::Open(pool.reopen(connection)),
+        grant => grant,
+    };
+    pool.connect(url, grant).await
+}
+
 #[test]
 fn idle_connections_are_capped_per_host_and_reused() {
     let server = TestServer::start(Site::new().page("/", "x"));
     let url = root(&server);
     run(async move {
         let pool = ConnectionPool::new(2, 100);
-        let a = pool.connect(&url, false).await?;
-        let b = pool.connect(&url, false).await?;
-        let c = pool.connect(&url, false).await?;
+        let a = connect(&pool, &url, false).await?;
+        let b = connect(&pool, &url, false).await?;
+        let c = connect(&pool, &url, false).await?;
         assert!(!a.reused());
         assert_eq!(pool.open_count(), 3);
         for connection in [a, b, c] {
@@ -34,14 +45,14 @@ fn idle_connections_are_capped_per_host_and_reused() {
         assert_eq!(pool.idle_count(), 2);
         assert_eq!(pool.open_count(), 2);
 
-        let d = pool.connect(&url, false).await?;
+        let d = connect(&pool, &url, false).await?;
         assert!(d.reused());
         assert_eq!(pool.idle_count(), 1);
         // A response that does not allow reuse closes the connection.
         pool.release(d, false);
         assert_eq!(pool.open_count(), 1);
         // `fresh` skips the idle one.
-        let e = pool.connect(&url, true).await?;
+        let e = connect(&pool, &url, true).await?;
         assert!(!e.reused());
         assert_eq!(pool.opened_count(), 4);
         drop(e);
@@ -59,11 +70,11 @@ fn a_connect_waits_for_a_free_socket_when_the_budget_is_spent() {
     let url = root(&server);
     run(async move {
         let pool = ConnectionPool::new(10, 2);
-        let a = pool.connect(&url, true).await?;
-        let _b = pool.connect(&url, true).await?;
+        let a = connect(&pool, &url, true).await?;
+        let _b = connect(&pool, &url, true).await?;
         let (pool2, url2) = (pool.clone(), url.clone());
         let third = get_running_loop()
-            .create_task(async move { pool2.connect(&url2, true).await.map(|c| c.reused()) });
+            .create_task(async move { connect(&pool2, &url2, true).await.map(|c| c.reused()) });
         sleep(Duration::from_millis(50)).await?;
         assert!(!third.done(), "a third socket was opened over the budget");
         drop(a);
@@ -82,19 +93,57 @@ fn an_idle_connection_to_another_host_makes_room() {
     let (url1, url2) = (root(&first), root(&second));
     run(async move {
         let pool = ConnectionPool::new(10, 1);
-        let a = pool.connect(&url1, false).await?;
+        let a = connect(&pool, &url1, false).await?;
         pool.release(a, true);
         assert_eq!(pool.idle_count(), 1);
         // The budget (one socket) is held by an idle connection to the
         // first server: it is closed to connect to the second.
         let b = wait_for(
-            Box::pin(pool.connect(&url2, false)),
+            Box::pin(connect(&pool, &url2, false)),
             Duration::from_secs(10),
         )
         .await?;
         assert!(!b.reused());
         assert_eq!(pool.idle_count(), 0);
         assert_eq!(pool.open_count(), 1);
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// With one socket for two fetches, the second waits in `acquire`. When the
+/// first releases its connection, it goes to the waiting fetch — reused for
+/// the same host, closed and replaced for another — instead of sitting idle
+/// where the waiting fetch would never look.
+#[test]
+fn a_released_connection_goes_to_a_waiting_fetch() {
+    let first = TestServer::start(Site::new().page("/", "1"));
+    let second = TestServer::start(Site::new().page("/", "2"));
+    let (url1, url2) = (root(&first), root(&second));
+    run(async move {
+        let pool = ConnectionPool::new(10, 1);
+        for (other, reused) in [(url1.clone(), true), (url2.clone(), false)] {
+            let held = connect(&pool, &url1, false).await?;
+            let (pool2, other2) = (pool.clone(), other.clone());
+            let waiting = get_running_loop().create_task(async move {
+                let connection = connect(&pool2, &other2, false).await?;
+                let reused = connection.reused();
+                pool2.release(connection, true);
+                Ok(reused)
+            });
+            sleep(Duration::from_millis(50)).await?;
+            assert!(
+                !waiting.done(),
+                "a second socket was opened over the budget"
+            );
+            pool.release(held, true);
+            assert_eq!(pool.idle_count(), 0, "kept idle while a fetch waits");
+            let got = wait_for(waiting, Duration::from_secs(10)).await?;
+            assert_eq!(got, reused, "for {other}");
+            assert_eq!(pool.open_count(), 1);
+        }
+        // url1 once, reused once; then url2 in url1's slot.
+        assert_eq!(pool.opened_count(), 2);
         Ok(())
     })
     .unwrap();
@@ -109,12 +158,12 @@ fn https_and_closed_ports_are_fetch_errors() {
     run(async move {
         let pool = ConnectionPool::new(10, 10);
         let https = Url::parse("https://127.0.0.1/").unwrap();
-        let err = pool.connect(&https, false).await.unwrap_err();
+        let err = connect(&pool, &https, false).await.unwrap_err();
         let err = shared::FetchError::from_anyhow(&err);
         assert_eq!(err.kind, FailKind::Unsupported);
 
         let refused = Url::parse(&format!("http://{closed}/")).unwrap();
-        let err = pool.connect(&refused, false).await.unwrap_err();
+        let err = connect(&pool, &refused, false).await.unwrap_err();
         let err = shared::FetchError::from_anyhow(&err);
         assert_eq!(err.kind, FailKind::Connect);
         assert!(
@@ -166,15 +215,18 @@ fn a_connect_abandoned_by_its_deadline_gives_its_socket_back() {
         // A budget of one socket, spent on a connect that never finishes.
         let pool = ConnectionPool::new(10, 1);
         let abandoned = wait_for(
-            Box::pin(pool.connect(&stalled, true)),
+            Box::pin(connect(&pool, &stalled, true)),
             Duration::from_millis(100),
         )
         .await;
         assert!(abandoned.is_err(), "the connect to a full queue finished");
         // The deadline dropped that connect, and its permit came back: the
         // next connect does not wait for a socket that will never close.
-        let connected =
-            wait_for(Box::pin(pool.connect(&url, true)), Duration::from_secs(10)).await?;
+        let connected = wait_for(
+            Box::pin(connect(&pool, &url, true)),
+            Duration::from_secs(10),
+        )
+        .await?;
         assert!(!connected.reused());
         assert_eq!(pool.open_count(), 1);
         Ok(())

@@ -34,16 +34,16 @@ fn exercise_keepalive_timeout() {
     event_loop
         .run_until_complete(async move {
             let pool = ConnectionPool::new(2, 100);
-            let first = pool.connect(&url, false).await?;
+            let first = pool.connect(&url, pool.acquire(&url).await?).await?;
             pool.release(first, true);
 
             clock.advance(Duration::from_secs(10));
-            let second = pool.connect(&url, false).await?;
+            let second = pool.connect(&url, pool.acquire(&url).await?).await?;
             assert!(second.reused(), "idle 10 s: still reused");
             pool.release(second, true);
 
             clock.advance(Duration::from_secs(16));
-            let third = pool.connect(&url, false).await?;
+            let third = pool.connect(&url, pool.acquire(&url).await?).await?;
             assert!(!third.reused(), "idle 16 s: a new connection instead");
             assert_eq!(pool.opened_count(), 2);
             assert_eq!(pool.open_count(), 1, "the stale connection was closed");

@@ -35,7 +35,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::cli::{Config, Lesson};
-use crate::fixtures::server::{Route, Site, TestServer};
+use crate::fixtures::server::{Handler, Request, Route, Site, TestServer};
 use crate::fixtures::sitegen::{generate, SiteSpec};
 use crate::log::{Level, Log};
 use crate::report::CrawlReport;
@@ -522,6 +522,27 @@ pub fn closed_port(lesson: Lesson, crawl: CrawlFn) {
     assert!(!report.received_any_status());
 }
 
+/// A root whose server answers with a status line and then a broken head
+/// (`Content-Length: many`): the URL fails as `protocol`, but a server did
+/// answer — the status is kept, and the program exits 0, not 1 with the
+/// "is a site running?" hint.
+pub fn answered_but_broken(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(Site::new().route(
+        "/",
+        Route::raw("HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\nhello"),
+    ));
+    let mut config = config_for(lesson, &server, "/");
+    config.max_tries = 1;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    let root = server.url("/");
+    assert_eq!(kind_of(&report, &root), Some(FailKind::Protocol));
+    assert_eq!(stat(&report, &root).status, Some(200));
+    assert!(report.received_any_status());
+    let line = crate::report::line(stat(&report, &root));
+    assert!(line.starts_with(&format!("{root} error ")), "{line}");
+}
+
 /// A generated site of a few hundred pages: exactly the URLs the generator
 /// says a correct crawl reports.
 pub fn generated_site(lesson: Lesson, crawl: CrawlFn) {
@@ -554,13 +575,11 @@ pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
     }
 }
 
-/// The spec's descriptor promise for the lessons that start a fetch per
-/// link at once (2 and 3): a page with `links` links, crawled by the lesson's
+/// The descriptor promise for the lessons that start a fetch per link at
+/// once (2 and 3): a page with `links` links, crawled by the lesson's
 /// *program* in a process that may open only `fd_limit` files, completes
-/// with every URL fetched. The limit is set with the shell's `ulimit -n`, so
-/// no `libc` is needed; the crawler reads it back through
-/// [`crate::net::socket_budget`]. The server stays in this process, which
-/// keeps its own, higher limit.
+/// with every URL fetched. The server stays in this process, which keeps its
+/// own, higher limit.
 pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
     let page: String = (0..links)
         .map(|i| format!("<a href=\"/p/{i}\">{i}</a>\n"))
@@ -570,33 +589,231 @@ pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
         site = site.page(&format!("/p/{i}"), "a page");
     }
     let server = TestServer::start(site);
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -n {fd_limit} && exec \"$0\" \"$@\""))
-        .args([program, "-q", &server.url("/")])
-        .output()
-        .unwrap_or_else(|e| panic!("run {program} under sh: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let run = run_program(program, &["-q", &server.url("/")], Some(fd_limit));
+    assert_complete(&run, &format!("{program} under ulimit -n {fd_limit}"));
     assert!(
-        out.status.success(),
-        "{program} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        run.stdout.contains(&format!("Finished {} urls", links + 1)),
+        "{}",
+        run.stdout
     );
-    assert!(
-        stdout.contains(&format!("Finished {} urls", links + 1)),
-        "{stdout}"
-    );
-    assert!(stdout.contains("Todo: 0"), "{stdout}");
-    assert!(!stdout.contains(" error "), "a URL failed:\n{stdout}");
-    let achieved: usize = stdout
-        .lines()
-        .find_map(|l| l.split("achieved concurrency = ").nth(1))
-        .and_then(|k| k.trim().parse().ok())
-        .expect("an achieved concurrency line");
+    let achieved = run.achieved_concurrency();
     assert!(
         achieved < fd_limit,
         "{achieved} sockets under ulimit -n {fd_limit}"
     );
+}
+
+/// What a lesson's program did: its exit status and what it printed.
+#[derive(Debug)]
+pub struct ProgramRun {
+    /// The exit status (`None`: ended by a signal).
+    pub code: Option<i32>,
+    /// The report.
+    pub stdout: String,
+    /// The log lines and hints.
+    pub stderr: String,
+}
+
+impl ProgramRun {
+    /// The number on the report's `achieved concurrency = K` line.
+    pub fn achieved_concurrency(&self) -> usize {
+        self.stdout
+            .lines()
+            .find_map(|l| l.split("achieved concurrency = ").nth(1))
+            .and_then(|k| k.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no achieved concurrency line in:\n{}", self.stdout))
+    }
+
+    /// The URLs of the report's lines.
+    pub fn urls(&self) -> BTreeSet<String> {
+        self.stdout
+            .lines()
+            .skip_while(|l| *l != "*** Report ***")
+            .skip(1)
+            .take_while(|l| !l.starts_with("Finished "))
+            .filter_map(|l| l.split(' ').next())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Run a lesson's `program` with `args` in a process that may open at most
+/// `fd_limit` files (`None`: the inherited limit), for at most
+/// [`CASE_DEADLINE`]. The limit is set with the shell's `ulimit -n`, so no
+/// `libc` is needed; the program reads it back through
+/// [`crate::net::socket_budget`].
+pub fn run_program(program: &str, args: &[&str], fd_limit: Option<usize>) -> ProgramRun {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let script = match fd_limit {
+        Some(n) => format!("ulimit -n {n} && exec \"$0\" \"$@\""),
+        None => "exec \"$0\" \"$@\"".to_string(),
+    };
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run {program} under sh: {e}"));
+    // Drain both pipes while the child runs: a long report fills a pipe,
+    // and a child blocked on a full pipe never exits.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the program") {
+            break status;
+        }
+        if started.elapsed() > CASE_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{program} {args:?} did not finish within {CASE_DEADLINE:?} \
+                 (ulimit -n {fd_limit:?}); it printed:\n{}",
+                stderr.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    ProgramRun {
+        code: status.code(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// A crawl that ran to the end with every URL fetched: exit 0, `Todo: 0`,
+/// no URL failed (the sites these checks use have no broken links), no hint.
+fn assert_complete(run: &ProgramRun, what: &str) {
+    assert_eq!(run.code, Some(0), "{what}: exit status\n{}", run.stderr);
+    assert!(run.stdout.contains("Todo: 0"), "{what}:\n{}", run.stdout);
+    let failed: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" error "))
+        .collect();
+    assert!(failed.is_empty(), "{what}: URLs failed: {failed:#?}");
+}
+
+/// The descriptor promise, for every lesson: `args` ask for more fetches at
+/// once (`--threads 100`, `--max-tasks 100`, or lessons 2 and 3's burst)
+/// than a process allowed `fd_limit` open files can hold sockets for. On a
+/// slow site — every page answers after 50 ms, so fetches pile up — the
+/// crawl is complete, no URL fails, and the concurrency is what the
+/// descriptors allow: under the limit, and not far under it. The server
+/// stays in this process, which keeps its own, higher limit.
+pub fn slow_site_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
+    let spec = SiteSpec::new(150);
+    let site = generate(&spec).to_site();
+    let delay = Duration::from_millis(50);
+    let server = TestServer::start_handler(
+        move |req: &Request| site.respond(req).delay(delay),
+        "127.0.0.1:0".parse().expect("an address"),
+    )
+    .expect("start the slow server");
+    let mut all: Vec<&str> = args.to_vec();
+    let root = server.url("/");
+    all.extend(["-q", &root]);
+    let run = run_program(program, &all, Some(fd_limit));
+    assert_complete(&run, &format!("{program} under ulimit -n {fd_limit}"));
+    assert_eq!(
+        run.urls(),
+        generate(&spec).expected_urls(&server.origin()),
+        "not every URL was reported"
+    );
+    let achieved = run.achieved_concurrency();
+    assert!(
+        achieved < fd_limit,
+        "{achieved} sockets under ulimit -n {fd_limit}"
+    );
+    assert!(
+        achieved >= fd_limit / 2,
+        "only {achieved} fetches at once under ulimit -n {fd_limit}"
+    );
+}
+
+/// `--demo` under a tight descriptor limit: the demo server runs in the same
+/// process and holds the other end of every connection, so the crawler may
+/// use only half of what is left. The crawl is complete, as it is without a
+/// limit, and at a concurrency that shows the budget was shared, not starved.
+pub fn demo_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-q", "--demo"]);
+    let free = run_program(program, &all, None);
+    assert_complete(&free, &format!("{program} --demo"));
+    let limited = run_program(program, &all, Some(fd_limit));
+    assert_complete(
+        &limited,
+        &format!("{program} --demo under ulimit -n {fd_limit}"),
+    );
+    // The demo server's port differs between the runs; its paths do not.
+    let paths = |run: &ProgramRun| -> BTreeSet<String> {
+        run.urls()
+            .iter()
+            .map(|u| u.splitn(4, '/').nth(3).unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(paths(&limited), paths(&free));
+    let achieved = limited.achieved_concurrency();
+    assert!(
+        (2..fd_limit / 2).contains(&achieved),
+        "{achieved} sockets for the crawler under ulimit -n {fd_limit} with the server in-process"
+    );
+}
+
+/// The exit status follows the status-line rule, as a program: a root that
+/// answered with a status line and a broken head exits 0; a root on a closed
+/// port exits 1 with the hint on how to start a site.
+pub fn exit_status_follows_status_lines(program: &str, args: &[&str]) {
+    let server = TestServer::start(Site::new().route(
+        "/",
+        Route::raw("HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\nhello"),
+    ));
+    let root = server.url("/");
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(&root);
+    let run = run_program(program, &all, None);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!("{root} error ")),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stderr.contains("Is a site running?"), "{}", run.stderr);
+
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.local_addr().expect("local addr").port()
+    };
+    let closed = format!("http://127.0.0.1:{port}/");
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(&closed);
+    let run = run_program(program, &all, None);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("Is a site running?"), "{}", run.stderr);
 }
 
 /// The check behind the "retry network errors" exercise of lessons 1–3
@@ -639,7 +856,7 @@ macro_rules! behaviour_suite {
             relative_links, non_html_not_parsed, redirect_recorded,
             malformed_response, stuck_server, non_utf8_body, https_unsupported,
             too_large, chunked_body, duplicate_roots, closed_port,
-            generated_site, info_lines);
+            answered_but_broken, generated_site, info_lines);
     };
     (@cases $lesson:expr, $crawl:path; $($case:ident),* $(,)?) => {
         $(

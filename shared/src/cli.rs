@@ -93,6 +93,15 @@ pub struct Config {
     pub limits: Limits,
 }
 
+impl Config {
+    /// How many sockets this crawl may hold open at once
+    /// ([`crate::net::socket_budget`]). With `--demo` the server is in this
+    /// process too, and holds the other end of every connection.
+    pub fn socket_budget(&self) -> usize {
+        crate::net::socket_budget(if self.demo { 2 } else { 1 })
+    }
+}
+
 /// The most threads `--threads` accepts. Past about 16,000 threads Linux
 /// refuses to map more thread stacks (the default `vm.max_map_count`), and
 /// Rust's runtime then aborts the process instead of returning an error from

@@ -293,6 +293,9 @@ pub struct ResponseParser {
     body: Vec<u8>,
     /// Has any byte arrived? (See [`ResponseParser::received_any`].)
     received: bool,
+    /// The code of the last status line parsed (an interim `1xx` one too),
+    /// kept so that an error after it can say a server did answer.
+    status_seen: Option<u16>,
 }
 
 impl Default for ResponseParser {
@@ -318,6 +321,7 @@ impl ResponseParser {
             head: Head::default(),
             body: Vec::new(),
             received: false,
+            status_seen: None,
         }
     }
 
@@ -379,11 +383,25 @@ impl ResponseParser {
 
     /// Record a failure, drop whatever was buffered, and hand the error back.
     fn fail(&mut self, err: FetchError) -> FetchError {
+        let err = err.with_status(self.status_line_received());
         self.state = State::Failed(err.clone());
         self.buf = Vec::new();
         self.body = Vec::new();
         self.head = Head::default();
         err
+    }
+
+    /// The code of a status line that arrived: one already parsed, or a
+    /// complete, well-formed first line of a head that failed further on
+    /// (a bad header, a bad `Content-Length`).
+    fn status_line_received(&self) -> Option<u16> {
+        if self.status_seen.is_some() {
+            return self.status_seen;
+        }
+        let end = self.buf.iter().position(|&b| b == b'\n')?;
+        let line = &self.buf[..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        parse_status_line(line).ok().map(|(_, status, _)| status)
     }
 
     /// Run the state machine over `input`. Each step consumes a prefix of
@@ -486,6 +504,7 @@ impl ResponseParser {
         // earlier read), so it lies in what was just copied.
         let used = end - old_len;
         let head = parse_head(&self.buf[..end])?;
+        self.status_seen = Some(head.status);
 
         if (100..200).contains(&head.status) {
             if head.status == 101 {

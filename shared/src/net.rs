@@ -9,9 +9,11 @@
 //!   lesson 4 may retry.
 //! - [`check_scheme`]: the course has no TLS, so an `https` URL ends as an
 //!   `unsupported` error before any socket is made.
-//! - [`open_files_limit`]: how many descriptors the process may hold, so that
-//!   lessons 2 and 3 (a fetch per discovered link, all at once) can wait for a
-//!   free descriptor instead of crashing with "too many open files".
+//! - [`socket_budget`]: how many sockets a crawl may hold open at once, from
+//!   the process's open-file limit, so that every lesson can wait for a free
+//!   descriptor instead of failing with "too many open files": lesson 1's
+//!   threads, lessons 2 and 3's fetch per discovered link, lesson 4's
+//!   workers.
 
 use std::collections::HashMap;
 use std::io;
@@ -111,16 +113,41 @@ pub fn open_files_limit() -> Option<usize> {
         .ok()
 }
 
-/// How many sockets a crawl may hold open at once: the open-file limit less a
-/// reserve for everything else the process has open (stdio, the poller, the
-/// test server's own sockets when it runs in the same process).
-pub fn socket_budget() -> usize {
-    const RESERVE: usize = 64;
-    match open_files_limit() {
-        Some(limit) if limit > 2 * RESERVE => limit - RESERVE,
-        Some(limit) => (limit / 2).max(1),
-        None => 4096,
-    }
+/// Descriptors the process holds open now (`/proc/self/fd`, less the one
+/// the listing itself holds); `None` where there is no `/proc`.
+pub fn open_descriptors() -> Option<usize> {
+    let count = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    Some(count.saturating_sub(1))
+}
+
+/// How many sockets a crawl may hold open at once.
+///
+/// The open-file limit is shared by everything in the process, so the
+/// budget is what is left of it: the limit, less the descriptors already
+/// open (stdio, a poller, and with `--demo` the demo server's listener), less
+/// a reserve for the few that come and go during the crawl (the resolver
+/// reads `/etc/hosts` and opens a socket to a name server; a lesson's
+/// poller is made after this count).
+///
+/// `descriptors_per_socket` is 2 when the server runs in this same process
+/// (`--demo`): it holds the other end of every connection, so each socket
+/// the crawler opens costs two descriptors. Counting only the crawler's
+/// half, the crawler would take them all, the server could not `accept`, and
+/// every fetch would wait for an answer that cannot come.
+///
+/// The budget is a best guess, not a promise: a lesson that runs out of
+/// descriptors anyway (`EMFILE`) waits for one of its own sockets to close.
+pub fn socket_budget(descriptors_per_socket: usize) -> usize {
+    let Some(limit) = open_files_limit() else {
+        return 4096;
+    };
+    let open = open_descriptors().unwrap_or(0);
+    // 64 where descriptors are plenty; under a tight limit, less, so that a
+    // limit of 64 still leaves room for about 55 sockets, and one of 16 for
+    // about 7.
+    let reserve = (limit / 16).clamp(4, 64);
+    let free = limit.saturating_sub(open + reserve);
+    (free / descriptors_per_socket.max(1)).max(1)
 }
 
 #[cfg(test)]
@@ -152,8 +179,13 @@ mod tests {
     #[test]
     fn the_socket_budget_leaves_a_reserve() {
         if let Some(limit) = open_files_limit() {
-            assert!(socket_budget() < limit);
+            let open = open_descriptors().unwrap();
+            assert!(open >= 3, "stdio at least: {open}");
+            assert!(socket_budget(1) + open < limit);
+            // A server in the same process holds the other end of each.
+            assert!(2 * socket_budget(2) + open < limit);
         }
-        assert!(socket_budget() >= 1);
+        assert!(socket_budget(1) >= 1);
+        assert!(socket_budget(2) >= 1);
     }
 }

@@ -87,6 +87,11 @@ pub struct FetchError {
     pub kind: FailKind,
     /// What is printed after `URL error`.
     pub message: String,
+    /// The status code of a status line that arrived before the failure (a
+    /// `200 OK` whose `Content-Length` is garbage, say). The URL still
+    /// failed, but a server answered it: the exit status counts it as a
+    /// response, so the "is a site running?" hint is not printed.
+    pub status: Option<u16>,
 }
 
 impl FetchError {
@@ -94,7 +99,14 @@ impl FetchError {
         FetchError {
             kind,
             message: message.into(),
+            status: None,
         }
+    }
+
+    /// The same error, noting that a status line with `status` had arrived.
+    pub fn with_status(mut self, status: Option<u16>) -> Self {
+        self.status = status;
+        self
     }
 
     /// Classify an I/O error from a socket. `connecting` says whether the
@@ -121,19 +133,19 @@ impl FetchError {
     /// errors in context as they travel up through sub-coroutines). The
     /// message is the whole chain, outermost first: `a: b: c`.
     pub fn from_anyhow(err: &anyhow::Error) -> Self {
-        let kind = err
+        let (kind, status) = err
             .chain()
             .find_map(|cause| {
                 if let Some(fe) = cause.downcast_ref::<FetchError>() {
-                    Some(fe.kind)
+                    Some((fe.kind, fe.status))
                 } else {
                     cause
                         .downcast_ref::<io::Error>()
-                        .map(|io| FetchError::from_io(io, false).kind)
+                        .map(|io| (FetchError::from_io(io, false).kind, None))
                 }
             })
-            .unwrap_or(FailKind::Protocol);
-        FetchError::new(kind, format!("{err:#}"))
+            .unwrap_or((FailKind::Protocol, None));
+        FetchError::new(kind, format!("{err:#}")).with_status(status)
     }
 }
 
@@ -162,7 +174,8 @@ pub struct FetchStatistic {
     pub url: String,
     /// For a redirect: the `Location` resolved against `url`, fragment dropped.
     pub next_url: Option<String>,
-    /// The status code, when a status line was received.
+    /// The status code, when a status line was received — also for a fetch
+    /// that failed after it (then the error's [`FetchError::status`]).
     pub status: Option<u16>,
     /// Why the fetch failed, if it did (after all its tries).
     pub error: Option<FetchError>,
@@ -183,6 +196,7 @@ impl FetchStatistic {
     pub fn failed(url: impl Into<String>, error: FetchError) -> Self {
         FetchStatistic {
             url: url.into(),
+            status: error.status,
             error: Some(error),
             ..Default::default()
         }

@@ -13,20 +13,23 @@
 //! ([`shared::fixtures::static_files::StaticDir`]) from the course's
 //! single-threaded mio event loop ([`shared::fixtures::server::TestServer`]),
 //! on `127.0.0.1` only, until Ctrl-C. With `--generate N` it first writes a
-//! generated N-page site into the folder.
+//! generated N-page site into the folder; with `--delay MS` every answer
+//! waits, which turns a fast local site into the slow one where concurrency
+//! shows.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use shared::fixtures::server::{ServerOptions, TestServer};
+use shared::fixtures::server::{Handler, Request, ServerOptions, TestServer};
 use shared::fixtures::sitegen::{generate, SiteSpec};
 use shared::fixtures::static_files::StaticDir;
 
 const USAGE: &str = "\
 serve: serve a folder over HTTP on 127.0.0.1, for the crawlers to crawl
 
-Usage: serve DIR [--port PORT] [--generate N [--page-bytes BYTES]]
+Usage: serve DIR [--port PORT] [--delay MS] [--generate N [--page-bytes BYTES]]
 
 Arguments:
   DIR                 the folder to serve (created by --generate if missing)
@@ -35,6 +38,8 @@ Options:
   --port PORT         port to listen on (default 3000; 0 picks a free one)
   --generate N        first write a generated site of N pages into DIR
   --page-bytes BYTES  size of each generated page (default 4096)
+  --delay MS          answer every request only after MS milliseconds: a slow
+                      server, to watch how many fetches a crawler keeps waiting
   -h, --help          print this help
 
 The crawlers' default root, http://localhost:3000/, reaches the default port.
@@ -52,6 +57,9 @@ struct Args {
     generate: Option<usize>,
     /// Size of each generated page.
     page_bytes: usize,
+    /// How long every answer waits (a timer in the server's loop, so a
+    /// thousand waiting requests cost no threads).
+    delay: Duration,
 }
 
 /// `Ok(None)` for `--help`; `Err` is the one-line usage error.
@@ -60,6 +68,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String>
     let mut port: u16 = 3000;
     let mut generate: Option<usize> = None;
     let mut page_bytes: Option<usize> = None;
+    let mut delay = Duration::ZERO;
 
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -94,6 +103,11 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String>
                     let v = value()?;
                     page_bytes = Some(v.parse().map_err(|_| format!("bad page size: {v}"))?);
                 }
+                "delay" => {
+                    let v = value()?;
+                    let ms: u64 = v.parse().map_err(|_| format!("bad delay in ms: {v}"))?;
+                    delay = Duration::from_millis(ms);
+                }
                 _ => return Err(format!("unknown option: {arg}")),
             }
         } else if arg.starts_with('-') && arg.len() > 1 {
@@ -120,6 +134,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String>
         port,
         generate,
         page_bytes: page_bytes.unwrap_or(SiteSpec::default().page_bytes),
+        delay,
     }))
 }
 
@@ -158,11 +173,20 @@ fn main() -> ExitCode {
         );
     }
 
-    let handler = match StaticDir::new(&args.dir) {
-        Ok(handler) => handler,
+    let files = match StaticDir::new(&args.dir) {
+        Ok(files) => files,
         Err(e) => {
             eprintln!("serve: cannot serve {}: {e}", args.dir.display());
             return ExitCode::FAILURE;
+        }
+    };
+    let delay = args.delay;
+    let handler = move |req: &Request| {
+        let route = files.respond(req);
+        if delay.is_zero() {
+            route
+        } else {
+            route.delay(delay)
         }
     };
     let options = ServerOptions {
@@ -212,6 +236,9 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((a.port, a.generate, a.page_bytes), (0, Some(5), 100));
+        assert_eq!(a.delay, Duration::ZERO);
+        let a = args(&[dir, "--delay", "200"]).unwrap().unwrap();
+        assert_eq!(a.delay, Duration::from_millis(200));
         assert!(args(&["--help"]).unwrap().is_none());
         assert!(args(&[dir, "-h"]).unwrap().is_none());
     }
@@ -228,6 +255,8 @@ mod tests {
             &[dir, "--generate", "0"],
             &[dir, "--generate", "-3"],
             &[dir, "--page-bytes", "10"],
+            &[dir, "--delay", "-1"],
+            &[dir, "--delay", "0.5s"],
             &[dir, "--colour"],
             &[dir, "-x"],
             &[dir, dir],
