@@ -1,0 +1,114 @@
+//! Fuzz target: arbitrary bytes as a page, under an arbitrary page URL and
+//! `<base href>`, through what every lesson does with a page — the response
+//! parser, then `shared::page::analyze` (link finding, resolution, policy).
+//! It checks:
+//!
+//! - nothing panics, whatever the bytes;
+//! - every link kept has scheme `http` or `https`, no fragment, passes the
+//!   policy it was judged by, and reads back as the same URL from its own
+//!   text; the page's `TOTAL` is the number of links, and they are distinct;
+//! - the links do not depend on how the page was cut into reads: the body
+//!   fed to the parser in pieces gives the same analysis as fed whole.
+//!
+//! Input layout: a flags byte (bit 0: put a `<base href>` first; bit 1:
+//! lenient host matching), four read-size seeds, then the page URL up to the
+//! first newline, the `<base href>` value up to the next, and the body.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use shared::http::{Response, ResponseParser};
+use shared::links::UrlPolicy;
+use shared::log::{Level, Log};
+use shared::page::{analyze, Analysis};
+use url::Url;
+
+fuzz_target!(|data: &[u8]| {
+    let [flags, a, b, c, d, input @ ..] = data else {
+        return;
+    };
+    let (page_text, rest) = line(input);
+    let (base_text, body) = line(rest);
+    let page_url = page_url(page_text);
+
+    let mut page = Vec::with_capacity(body.len() + base_text.len() + 16);
+    if flags & 1 != 0 {
+        page.extend_from_slice(b"<base href=\"");
+        page.extend_from_slice(base_text);
+        page.extend_from_slice(b"\">");
+    }
+    page.extend_from_slice(body);
+
+    let policy = UrlPolicy::new(std::slice::from_ref(&page_url), None, flags & 2 != 0);
+    let log = Log::capture(Level::Error);
+
+    let whole = parse(&page, &mut std::iter::once(usize::MAX));
+    let mut sizes = [*a, *b, *c, *d]
+        .into_iter()
+        .map(|n| usize::from(n).max(1))
+        .cycle();
+    let split = parse(&page, &mut sizes);
+    assert_eq!(split.body, whole.body, "the body depends on the reads");
+
+    let Analysis { stat, links, .. } = analyze(&page_url, &whole, &policy, &log);
+    assert_eq!(stat.num_urls, links.len());
+    let mut distinct = std::collections::HashSet::new();
+    for link in &links {
+        assert!(
+            matches!(link.scheme(), "http" | "https"),
+            "kept {link} with scheme {}",
+            link.scheme()
+        );
+        assert_eq!(link.fragment(), None, "kept {link} with a fragment");
+        assert!(policy.check(link).is_ok(), "kept {link}, which the policy refuses");
+        let again = Url::parse(link.as_str()).expect("a kept link reads back");
+        assert_eq!(&again, link);
+        assert!(distinct.insert(link.as_str()), "{link} kept twice");
+    }
+    let from_split = analyze(&page_url, &split, &policy, &log);
+    assert_eq!(from_split.links, links, "the links depend on the reads");
+});
+
+/// `input` up to its first newline, and what follows it.
+fn line(input: &[u8]) -> (&[u8], &[u8]) {
+    match input.iter().position(|&b| b == b'\n') {
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, &[]),
+    }
+}
+
+/// The page's URL from the fuzzer's bytes: as given if it parses as an
+/// `http` or `https` URL with a host, else with `http://` before it (as a
+/// root is normalized), else a fixed one.
+fn page_url(text: &[u8]) -> Url {
+    let text = String::from_utf8_lossy(text);
+    [text.to_string(), format!("http://{text}")]
+        .iter()
+        .filter_map(|t| Url::parse(t).ok())
+        .find(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+        .unwrap_or_else(|| Url::parse("http://example.com/a/b.html").expect("a fixed URL"))
+}
+
+/// A 200 `text/html` response carrying `body`, fed to the parser in reads of
+/// the sizes `sizes` gives.
+fn parse(body: &[u8], sizes: &mut dyn Iterator<Item = usize>) -> Response {
+    let mut bytes = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    bytes.extend_from_slice(body);
+    let mut parser = ResponseParser::new();
+    let mut input = &bytes[..];
+    while !input.is_empty() {
+        let n = sizes.next().unwrap_or(input.len()).min(input.len());
+        let (read, rest) = input.split_at(n);
+        input = rest;
+        match parser.feed(read) {
+            Ok(Some(response)) => return response,
+            Ok(None) => {}
+            Err(err) => panic!("a well-formed response failed: {err}"),
+        }
+    }
+    panic!("a complete response was not complete")
+}
