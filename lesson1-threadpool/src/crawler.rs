@@ -76,8 +76,9 @@ pub struct Crawler {
 impl Crawler {
     /// The crawler for `config`: roots normalized (`http://` added where
     /// missing, fragment dropped), duplicates removed, and all of them
-    /// already in `seen_urls` so that a link back to a root is not new.
-    pub fn new(config: &Config) -> anyhow::Result<Crawler> {
+    /// already in `seen_urls` so that a link back to a root is not new. At
+    /// most `socket_budget` fetches hold a socket at once.
+    pub fn new(config: &Config, socket_budget: usize) -> anyhow::Result<Crawler> {
         let roots = links::normalize_roots(&config.roots)?;
         Ok(Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
@@ -88,7 +89,7 @@ impl Crawler {
             limits: config.limits,
             log: config.log.clone(),
             done: Mutex::new(Vec::new()),
-            in_flight: InFlight::new(config.socket_budget()),
+            in_flight: InFlight::new(socket_budget),
         })
     }
 
@@ -340,7 +341,7 @@ mod tests {
         );
         for _round in 0..20 {
             let config = Config::new(shared::Lesson::One, ["http://h/"]);
-            let crawler = Arc::new(Crawler::new(&config).unwrap());
+            let crawler = Arc::new(Crawler::new(&config, 100).unwrap());
             let urls_todo = Arc::new(Queue::new());
             let start = Arc::new(Barrier::new(THREADS));
             let threads: Vec<_> = (0..THREADS)

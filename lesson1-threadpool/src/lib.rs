@@ -57,8 +57,15 @@ pub use shared::cli::MAX_THREADS;
 
 // ANCHOR: crawl
 /// Crawl from `config.roots` with `config.threads` threads and report every
-/// URL reached.
+/// URL reached. At most `config.socket_budget()` fetches hold a socket at
+/// once.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
+    crawl_with_budget(config, config.socket_budget())
+}
+
+/// [`crawl`] with at most `socket_budget` sockets open at once (a test can
+/// set a budget above what the process can really open).
+pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
     let started = Instant::now();
     anyhow::ensure!(
         (1..=MAX_THREADS).contains(&config.threads),
@@ -66,7 +73,7 @@ pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
     );
     // The threads may outlive this stack frame as far as the compiler can
     // tell, so what they share is reference-counted rather than borrowed.
-    let crawler = Arc::new(Crawler::new(config)?);
+    let crawler = Arc::new(Crawler::new(config, socket_budget)?);
     let pool = {
         let crawler = Arc::clone(&crawler);
         ThreadPool::new(config.threads, move |urls_todo, url| {

@@ -14,28 +14,30 @@
 //! - **At most [`MAX_IDLE_PER_HOST`] idle connections per host.** More are
 //!   closed on release: idle sockets cost the server as much as busy ones.
 //! - **A limit on open sockets in total** (the process's descriptor budget,
-//!   from `Config::socket_budget`). It is kept as a [`Queue`] of *slots*,
-//!   one per socket the crawl may hold, the way Go programs use a buffered
-//!   channel as a semaphore: the queue already knows how to make coroutines
-//!   wait. A fetch first [`acquire`](ConnectionPool::acquire)s what it will
-//!   use: an idle connection to its host, or a free slot — taken from the
-//!   queue, or made by closing an idle connection to another host, or
-//!   waited for. The waiting happens before the fetch's deadline starts, so
-//!   "too many open files" is waited out, never reported as a timeout.
-//! - **A fetch that finishes hands its connection on.** Kept idle while
-//!   other fetches wait for a slot, it would be of no use to them (they are
-//!   not looking at the idle list, they are waiting in the queue), and with
-//!   a hundred workers sharing fifty descriptors the waiting ones would wait
-//!   until their turn never came. So `release` puts a connection into the
-//!   slot queue when anyone waits there: the first waiter reuses it if it is
-//!   for its host, or closes it and opens its own in its place.
+//!   from `Config::socket_budget`), kept the way asyncio's `Semaphore` keeps
+//!   its count: a number of free *slots*, and a line of waiting fetches,
+//!   each a [`Future`] that is resolved when its turn comes. A fetch first
+//!   [`acquire`](ConnectionPool::acquire)s what it will use: an idle
+//!   connection to its host, or a free slot — free already, or freed by
+//!   closing an idle connection to another host, or waited for. The waiting
+//!   happens before the fetch's deadline starts, so "too many open files" is
+//!   waited out, never reported as a timeout.
+//! - **Whatever frees up goes to the first waiter, directly.** A slot given
+//!   back, or a connection released while fetches wait, is handed to the
+//!   oldest waiting fetch by resolving its future with it (a [`Grant`]):
+//!   a connection to its host it reuses, one to another host it closes and
+//!   replaces. Kept idle instead, a connection would be of no use to a fetch
+//!   already waiting in line, and with a hundred workers sharing fifty
+//!   descriptors the waiting ones would wait for a turn that never came.
+//!   Handed *to* the waiter rather than left where it could look, nothing
+//!   can be taken from under it by a fetch that arrives later.
 //! - **A pooled connection may be stale**: the server may have closed it
 //!   while it sat idle. That is only discovered by using it. The caller
 //!   ([`crate::fetch`]) resends on a fresh connection when a reused one fails
 //!   before any byte of the response arrived, in the stale one's slot.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::rc::{Rc, Weak};
 
@@ -44,8 +46,8 @@ use shared::net::{check_scheme, is_out_of_descriptors, Resolver};
 use shared::{FailKind, FetchError};
 use url::Url;
 
-use crate::future::is_cancelled;
-use crate::queue::Queue;
+use crate::event_loop::get_running_loop;
+use crate::future::{is_cancelled, Future};
 use crate::socket::Socket;
 
 /// Idle connections kept per scheme, host and port.
@@ -89,9 +91,11 @@ struct PoolInner {
     hosts: RefCell<HashMap<Rc<PoolKey>, Host>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
-    /// The slots of sockets that may be opened, or handed-on connections
-    /// that come with their slot (see the module text).
-    slots: Queue<Slot>,
+    /// Sockets that may still be opened without waiting.
+    free_slots: Cell<usize>,
+    /// Fetches waiting for a socket, oldest first: each is resolved with
+    /// what frees up (see the module text).
+    waiters: RefCell<VecDeque<Future<Grant>>>,
     /// Sockets open now, idle or in use.
     open: Cell<usize>,
     /// Connections opened over the pool's life (for tests and curiosity).
@@ -109,28 +113,24 @@ struct Host {
     addrs: Option<Rc<[SocketAddr]>>,
 }
 
-/// An item of the pool's slot queue: the right to one socket.
-enum Slot {
-    /// No socket yet: room to open one.
-    Free,
-    /// A connection released by a fetch while others waited, handed on with
-    /// its slot to whoever takes it.
-    Open(Connection),
-}
-
 /// What [`ConnectionPool::acquire`] gives a fetch: the socket it may use.
-pub enum Grant<'a> {
-    /// An open connection to the URL's host, to reuse.
-    Reuse(Connection),
+///
+/// A fetch carries its grant into the attempt, through two coroutines that
+/// each keep room for it while the fetch waits for its server; boxed, the
+/// connection costs them a pointer each instead of its 48 bytes.
+pub enum Grant {
+    /// An open connection, to reuse (or, if it is to another host, to close
+    /// and replace).
+    Reuse(Box<Connection>),
     /// Room to open a new socket.
-    Open(Permit<'a>),
+    Open(Permit),
 }
 
 /// A connect found no file descriptor left, though the budget allowed one
-/// more: the real limit is lower. The slot is retired, so the pool shrinks
-/// to what the system allows, and the fetch acquires again: it waits until
-/// one of the pool's own sockets closes. Not the URL's failure, and not a
-/// try.
+/// more: the real limit is lower. Its slot and every free one are retired,
+/// so the pool shrinks to the sockets it holds, and the fetch acquires
+/// again: it waits until one of the pool's own sockets closes. Not the URL's
+/// failure, and not a try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutOfDescriptors;
 
@@ -184,30 +184,77 @@ impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {
             pool.open.set(pool.open.get() - 1);
-            pool.slots.put_nowait(Slot::Free);
+            pool.give(Grant::Open(Permit {
+                pool: Rc::downgrade(&pool),
+            }));
         }
     }
 }
 
-/// The right to open one socket, taken from the pool's slots. Dropped, it
-/// goes back — so a connect that fails, is cancelled, or is abandoned by a
-/// deadline half-way does not lose it — unless [`Permit::forget`] was called.
-pub struct Permit<'a> {
-    /// The pool whose slot it is.
-    pool: &'a PoolInner,
+/// The right to open one socket. Dropped, it goes back to the pool — so a
+/// connect that fails, is cancelled, or is abandoned by a deadline half-way
+/// does not lose it — unless [`Permit::forget`] was called.
+pub struct Permit {
+    /// The pool whose slot it is. Weak, like a connection's: a permit
+    /// inside a waiting fetch's future must not keep the pool alive.
+    pool: Weak<PoolInner>,
 }
 
-impl Permit<'_> {
-    /// Do not give the permit back: a connection holds it now (and gives it
+impl Permit {
+    /// Do not give the slot back: a connection holds it now (and gives it
     /// back when closed), or it is retired.
-    fn forget(self) {
-        std::mem::forget(self);
+    fn forget(mut self) {
+        self.pool = Weak::new();
     }
 }
 
-impl Drop for Permit<'_> {
+impl Drop for Permit {
     fn drop(&mut self) {
-        self.pool.slots.put_nowait(Slot::Free);
+        if let Some(pool) = self.pool.upgrade() {
+            let permit = Permit {
+                pool: std::mem::take(&mut self.pool),
+            };
+            pool.give(Grant::Open(permit));
+        }
+    }
+}
+
+impl PoolInner {
+    /// Something frees up: hand it to the oldest fetch still waiting, or
+    /// else keep it — a connection in its host's idle list (or closed, past
+    /// the cap), a slot in the count of free ones.
+    fn give(&self, grant: Grant) {
+        loop {
+            let waiter = self.waiters.borrow_mut().pop_front();
+            match waiter {
+                // A waiter whose fetch was cancelled is done already.
+                Some(waiter) if waiter.done() => continue,
+                Some(waiter) => {
+                    waiter.set_result(grant);
+                    return;
+                }
+                None => break,
+            }
+        }
+        match grant {
+            Grant::Reuse(connection) => self.keep_idle(*connection),
+            Grant::Open(permit) => {
+                permit.forget();
+                self.free_slots.set(self.free_slots.get() + 1);
+            }
+        }
+    }
+
+    /// Keep `connection` for reuse, if its host has room; else close it.
+    fn keep_idle(&self, connection: Connection) {
+        let mut hosts = self.hosts.borrow_mut();
+        let host = hosts.entry(connection.key.clone()).or_default();
+        if host.idle.len() < self.max_idle_per_host {
+            host.idle.push(connection);
+        } else {
+            drop(hosts);
+            drop(connection);
+        }
     }
 }
 
@@ -215,16 +262,13 @@ impl ConnectionPool {
     /// A pool that keeps up to `max_idle_per_host` idle connections per key
     /// and opens at most `limit` sockets at once.
     pub fn new(max_idle_per_host: usize, limit: usize) -> ConnectionPool {
-        let slots = Queue::new();
-        for _ in 0..limit.max(1) {
-            slots.put_nowait(Slot::Free);
-        }
         ConnectionPool {
             inner: Rc::new(PoolInner {
                 resolver: Resolver::new(),
                 hosts: RefCell::new(HashMap::new()),
                 max_idle_per_host,
-                slots,
+                free_slots: Cell::new(limit.max(1)),
+                waiters: RefCell::new(VecDeque::new()),
                 open: Cell::new(0),
                 opened: Cell::new(0),
             }),
@@ -237,44 +281,50 @@ impl ConnectionPool {
     /// idle connection to another host, or waited for. Only a cancellation
     /// comes out as an error. No deadline runs while this waits: a fetch that
     /// waits for a descriptor has not started yet.
-    pub async fn acquire(&self, url: &Url) -> anyhow::Result<Grant<'_>> {
+    pub async fn acquire(&self, url: &Url) -> anyhow::Result<Grant> {
         let key = PoolKey::of(url);
         if let Some(connection) = key.as_ref().and_then(|key| self.take_idle(key)) {
-            return Ok(Grant::Reuse(connection));
+            return Ok(Grant::Reuse(Box::new(connection)));
         }
-        let slot = match self.inner.slots.get_nowait() {
-            Some(slot) => slot,
-            None => {
-                // Closing an idle connection puts its slot in the queue.
-                if let Some(connection) = self.evict_one_idle() {
-                    drop(connection);
-                }
-                self.inner
-                    .slots
-                    .get()
-                    .await
-                    .context("waiting for a free socket")?
+        if self.inner.free_slots.get() == 0 {
+            // Closing an idle connection frees its slot (to the first
+            // waiter, if there is one: then we wait too).
+            if let Some(connection) = self.evict_one_idle() {
+                drop(connection);
             }
+        }
+        let grant = if self.inner.free_slots.get() > 0 {
+            self.inner.free_slots.set(self.inner.free_slots.get() - 1);
+            Grant::Open(self.permit())
+        } else {
+            let waiter = get_running_loop().create_future();
+            self.inner.waiters.borrow_mut().push_back(waiter.clone());
+            waiter.await.context("waiting for a free socket")?
         };
-        Ok(match slot {
-            Slot::Open(connection) if key.as_ref() == Some(&*connection.key) => {
-                Grant::Reuse(connection)
-            }
+        Ok(match grant {
             // Handed on for another host: close it, keep its slot.
-            Slot::Open(connection) => Grant::Open(self.reopen(connection)),
-            Slot::Free => Grant::Open(Permit { pool: &self.inner }),
+            Grant::Reuse(connection) if key.as_ref() != Some(&*connection.key) => {
+                Grant::Open(self.reopen(*connection))
+            }
+            grant => grant,
         })
     }
 
     /// Close `connection` but keep its slot, for a new socket in its place:
     /// the stale connection's resend, or a handed-on connection to another
-    /// host. (Its `Drop` would give the slot to the queue, where a waiting
-    /// fetch could take it first.)
-    pub fn reopen(&self, mut connection: Connection) -> Permit<'_> {
+    /// host. (Its `Drop` would give the slot away, to a waiting fetch.)
+    pub fn reopen(&self, mut connection: Connection) -> Permit {
         connection.pool = Weak::new();
         drop(connection);
         self.inner.open.set(self.inner.open.get() - 1);
-        Permit { pool: &self.inner }
+        self.permit()
+    }
+
+    /// A permit for a slot the caller has taken.
+    fn permit(&self) -> Permit {
+        Permit {
+            pool: Rc::downgrade(&self.inner),
+        }
     }
     // ANCHOR_END: acquire
 
@@ -283,41 +333,65 @@ impl ConnectionPool {
     /// `url`'s host opened in the granted slot. Errors are [`FetchError`]s
     /// (`unsupported`, `dns`, `connect`), [`OutOfDescriptors`], or a
     /// cancellation.
-    pub async fn connect(&self, url: &Url, grant: Grant<'_>) -> anyhow::Result<Connection> {
-        let permit = match grant {
-            Grant::Reuse(mut connection) => {
-                connection.reused = true;
-                return Ok(connection);
-            }
-            Grant::Open(permit) => permit,
-        };
-        check_scheme(url)?;
-        let key = self.shared_key(url)?;
-        let addrs = self.addresses(url, &key)?;
-        let mut last_error = None;
-        // `localhost` may resolve to `::1` first, where nothing listens: each
-        // address in turn, as the spec asks.
-        for addr in addrs.iter() {
-            match Socket::connect(*addr).await {
-                Ok(socket) => return Ok(self.new_connection(socket, &key, permit)),
-                // The slot was never usable: retire it, and have the fetch
-                // acquire again (it waits for one of our own sockets to
-                // close). With none of ours open, nothing would ever close:
-                // that is a real failure, reported below.
-                Err(err) if self.out_of_descriptors(&err) => {
-                    permit.forget();
-                    return Err(OutOfDescriptors.into());
+    ///
+    /// (A function that returns an `async move` block rather than an `async
+    /// fn`, for the reason [`crate::fetch`] gives: a fetch waiting for its
+    /// server was in here a moment ago, and keeps room for it.)
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` would keep its arguments twice"
+    )]
+    pub fn connect<'a>(
+        &'a self,
+        url: &'a Url,
+        grant: Grant,
+    ) -> impl std::future::Future<Output = anyhow::Result<Connection>> + 'a {
+        async move {
+            let permit = match grant {
+                Grant::Reuse(connection) => {
+                    let mut connection = *connection;
+                    connection.reused = true;
+                    return Ok(connection);
                 }
-                Err(err) if is_cancelled(&err) => return Err(err),
-                Err(err) => last_error = Some(connect_error(addr, &err).into()),
+                Grant::Open(permit) => permit,
+            };
+            check_scheme(url)?;
+            let key = self.shared_key(url)?;
+            let addrs = self.addresses(url, &key)?;
+            let mut last_error = None;
+            // `localhost` may resolve to `::1` first, where nothing listens:
+            // each address in turn.
+            for addr in addrs.iter() {
+                match Socket::connect(addr).await {
+                    Ok(socket) => return Ok(self.new_connection(socket, &key, permit)),
+                    // The slot was never usable: retire it, and have the
+                    // fetch acquire again (it waits for one of our own
+                    // sockets to close). With none of ours open, nothing
+                    // would ever close: that is a real failure, reported
+                    // below.
+                    Err(err) if self.out_of_descriptors(&err) => {
+                        permit.forget();
+                        self.retire_free_slots();
+                        return Err(OutOfDescriptors.into());
+                    }
+                    Err(err) if is_cancelled(&err) => return Err(err),
+                    Err(err) => last_error = Some(connect_error(addr, &err).into()),
+                }
+                // A permit that is not handed to a connection goes back as
+                // it is dropped: after a failure, and also if this coroutine
+                // is cancelled or abandoned by a deadline half-way.
             }
-            // A permit that is not handed to a connection goes back as it is
-            // dropped: after a failure, and also if this coroutine is
-            // cancelled or abandoned by a deadline half-way.
+            Err(last_error.unwrap_or_else(|| {
+                FetchError::new(FailKind::Connect, "no address to connect to").into()
+            }))
         }
-        Err(last_error.unwrap_or_else(|| {
-            FetchError::new(FailKind::Connect, "no address to connect to").into()
-        }))
+    }
+
+    /// The process cannot open more sockets than the pool has open now:
+    /// the free slots are retired, so that fetches wait for one of the
+    /// pool's sockets to close rather than each find out for itself.
+    fn retire_free_slots(&self) {
+        self.inner.free_slots.set(0);
     }
 
     /// A connect failed for want of a descriptor while the pool has sockets
@@ -396,22 +470,11 @@ impl ConnectionPool {
     /// Give a connection back after its response: kept for reuse when the
     /// response allows it and the host has room, closed otherwise.
     pub fn release(&self, connection: Connection, reusable: bool) {
-        if !reusable {
-            return;
+        if reusable {
+            // To a waiting fetch if there is one, else idle.
+            self.inner.give(Grant::Reuse(Box::new(connection)));
         }
-        // Fetches are waiting for a slot: this one is theirs (module text).
-        if self.inner.slots.waiting() > 0 {
-            self.inner.slots.put_nowait(Slot::Open(connection));
-            return;
-        }
-        let mut hosts = self.inner.hosts.borrow_mut();
-        let host = hosts.entry(connection.key.clone()).or_default();
-        if host.idle.len() < self.inner.max_idle_per_host {
-            host.idle.push(connection);
-        } else {
-            drop(hosts);
-            drop(connection);
-        }
+        // Otherwise it is dropped here, closed, and its slot given back.
     }
     // ANCHOR_END: release
 
@@ -435,8 +498,7 @@ impl ConnectionPool {
         self.inner.opened.get()
     }
 
-    /// Close every idle connection, and any handed-on one that no fetch
-    /// took (each gives its slot back as a free one).
+    /// Close every idle connection.
     pub fn close(&self) {
         let idle: Vec<Connection> = self
             .inner
@@ -446,13 +508,6 @@ impl ConnectionPool {
             .flat_map(|host| std::mem::take(&mut host.idle))
             .collect();
         drop(idle);
-        let slots: Vec<Slot> = std::iter::from_fn(|| self.inner.slots.get_nowait()).collect();
-        for slot in slots {
-            match slot {
-                Slot::Free => self.inner.slots.put_nowait(Slot::Free),
-                Slot::Open(connection) => drop(connection),
-            }
-        }
     }
 }
 

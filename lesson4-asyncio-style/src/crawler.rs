@@ -74,10 +74,6 @@ pub struct Crawler {
     seen_urls: RefCell<HashSet<Box<str>>>,
     /// One statistic per finished URL.
     done: RefCell<Vec<FetchStatistic>>,
-    /// Fetch attempts under way now.
-    in_flight: Cell<usize>,
-    /// The most at once: the report's achieved concurrency.
-    peak_in_flight: Cell<usize>,
     /// The connection pool, the deadline and the limits, shared by all
     /// workers.
     session: Session,
@@ -88,8 +84,9 @@ pub struct Crawler {
 }
 
 impl Crawler {
-    /// A crawler for `config`, its roots already queued.
-    pub fn new(config: &Config) -> anyhow::Result<Crawler> {
+    /// A crawler for `config`, its roots already queued, with at most
+    /// `socket_budget` sockets open at once.
+    pub fn new(config: &Config, socket_budget: usize) -> anyhow::Result<Crawler> {
         let roots = normalize_roots(&config.roots)?;
         let crawler = Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
@@ -100,14 +97,12 @@ impl Crawler {
             q: Queue::new(),
             seen_urls: RefCell::new(HashSet::new()),
             done: RefCell::new(Vec::new()),
-            in_flight: Cell::new(0),
-            peak_in_flight: Cell::new(0),
-            session: Session {
-                pool: ConnectionPool::new(MAX_IDLE_PER_HOST, config.socket_budget()),
-                timeout: config.timeout,
-                limits: config.limits,
-                log: config.log.clone(),
-            },
+            session: Session::new(
+                ConnectionPool::new(MAX_IDLE_PER_HOST, socket_budget),
+                config.timeout,
+                config.limits,
+                config.log.clone(),
+            ),
             t0: Cell::new(Instant::now()),
             t1: Cell::new(None),
             roots,
@@ -185,15 +180,7 @@ impl Crawler {
             let mut tries = 0;
             let response = loop {
                 tries += 1;
-                let attempt = {
-                    // The socket first: an idle connection, or a slot for a
-                    // new one. Waiting for it is no part of the attempt: no
-                    // deadline runs, and the fetch is not in flight yet.
-                    let grant = self.session.pool.acquire(url).await?;
-                    let _in_flight = InFlight::enter(self);
-                    fetch(&self.session, url, grant).await
-                };
-                match attempt {
+                match fetch(&self.session, url).await {
                     Ok(response) => {
                         if tries > 1 {
                             self.log.info(format_args!("try {tries} for {url} success"));
@@ -298,33 +285,9 @@ impl Crawler {
             stats: self.done.borrow().clone(),
             elapsed: end.saturating_duration_since(self.t0.get()),
             max_tasks: self.max_tasks,
-            peak_in_flight: self.peak_in_flight.get(),
+            peak_in_flight: self.session.peak_in_flight(),
             todo: self.q.unfinished_tasks(),
         }
-    }
-}
-
-/// Counts a fetch attempt as in flight for as long as it lives (and keeps
-/// the peak), however the attempt ends.
-struct InFlight<'a> {
-    /// Whose counter this is.
-    crawler: &'a Crawler,
-}
-
-impl<'a> InFlight<'a> {
-    fn enter(crawler: &'a Crawler) -> InFlight<'a> {
-        let now = crawler.in_flight.get() + 1;
-        crawler.in_flight.set(now);
-        if now > crawler.peak_in_flight.get() {
-            crawler.peak_in_flight.set(now);
-        }
-        InFlight { crawler }
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.crawler.in_flight.set(self.crawler.in_flight.get() - 1);
     }
 }
 
@@ -333,18 +296,6 @@ mod tests {
     use shared::{Config, Lesson};
 
     use super::*;
-
-    #[test]
-    fn in_flight_counts_the_peak_not_the_total() {
-        let crawler = Crawler::new(&Config::new(Lesson::Four, ["http://127.0.0.1:1/"])).unwrap();
-        {
-            let _a = InFlight::enter(&crawler);
-            let _b = InFlight::enter(&crawler);
-        }
-        let _c = InFlight::enter(&crawler);
-        assert_eq!(crawler.in_flight.get(), 1);
-        assert_eq!(crawler.peak_in_flight.get(), 2);
-    }
 
     #[test]
     fn roots_are_normalized_deduplicated_and_queued_once() {
@@ -356,7 +307,7 @@ mod tests {
                 "http://127.0.0.1:1/b",
             ],
         );
-        let crawler = Crawler::new(&config).unwrap();
+        let crawler = Crawler::new(&config, 100).unwrap();
         let roots: Vec<&str> = crawler.roots().iter().map(Url::as_str).collect();
         assert_eq!(roots, ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
         assert_eq!(crawler.q.qsize(), 2);

@@ -57,9 +57,16 @@ use crate::crawler::Crawler;
 
 // ANCHOR: crawl
 /// Crawl from `config.roots` and report every URL reached: the original's
-/// `loop.run_until_complete(crawler.crawl())`.
+/// `loop.run_until_complete(crawler.crawl())`. At most
+/// `config.socket_budget()` sockets are open at once.
 pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
-    let crawler = Rc::new(Crawler::new(config)?);
+    crawl_with_budget(config, config.socket_budget())
+}
+
+/// [`crawl`] with at most `socket_budget` sockets open at once (a test can
+/// set a budget above what the process can really open).
+pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
+    let crawler = Rc::new(Crawler::new(config, socket_budget)?);
     event_loop::run(crawler.clone().crawl())?;
     Ok(crawler.report())
 }

@@ -51,9 +51,11 @@ impl Socket {
     // ANCHOR: connect
     /// Open a connection to `addr`: asyncio's `sock_connect`. The connect is
     /// started without blocking; the socket becomes *writable* when it is
-    /// established or has failed.
-    pub async fn connect(addr: SocketAddr) -> anyhow::Result<Socket> {
-        let socket = Socket::start_connect(addr)?;
+    /// established or has failed. (`addr` by reference: the pool connects
+    /// to addresses it keeps, and a coroutine keeps room for its arguments
+    /// for as long as it lives.)
+    pub async fn connect(addr: &SocketAddr) -> anyhow::Result<Socket> {
+        let socket = Socket::start_connect(*addr)?;
         loop {
             socket.wait(Direction::Write).await?;
             // Writable means "done", not "succeeded": the outcome is the

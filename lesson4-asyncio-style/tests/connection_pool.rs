@@ -21,7 +21,7 @@ fn root(server: &TestServer) -> Url {
 /// idle connection (its slot is used for a new one, as a resend does).
 async fn connect(pool: &ConnectionPool, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
     let grant = match pool.acquire(url).await? {
-        Grant::Reuse(connection) if fresh => Grant::Open(pool.reopen(connection)),
+        Grant::Reuse(connection) if fresh => Grant::Open(pool.reopen(*connection)),
         grant => grant,
     };
     pool.connect(url, grant).await

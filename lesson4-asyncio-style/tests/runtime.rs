@@ -519,7 +519,7 @@ fn sockets_connect_write_and_read_through_the_loop() {
         // Closing the connection ends the reply.
     });
     let reply = lesson4_asyncio_style::event_loop::run(async move {
-        let mut socket = Socket::connect(addr).await?;
+        let mut socket = Socket::connect(&addr).await?;
         socket.write_all(b"hello").await?;
         let mut reply = Vec::new();
         loop {
@@ -547,7 +547,7 @@ fn connecting_to_a_closed_port_fails() {
     };
     let err =
         lesson4_asyncio_style::event_loop::run(
-            async move { Socket::connect(addr).await.map(|_| ()) },
+            async move { Socket::connect(&addr).await.map(|_| ()) },
         )
         .unwrap_err();
     let io = err.downcast_ref::<std::io::Error>().unwrap();
@@ -561,7 +561,7 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
     let event_loop = EventLoop::new().unwrap();
     let err = event_loop
         .run_until_complete(async move {
-            let mut socket = Socket::connect(addr).await?;
+            let mut socket = Socket::connect(&addr).await?;
             // The listener accepts (in the kernel) but never writes.
             let read = wait_for(
                 pin!(socket.read(|bytes| bytes.len())),

@@ -58,6 +58,14 @@ pub fn config_for(lesson: Lesson, server: &TestServer, path: &str) -> Config {
 
 /// Run `crawl` on another thread and wait at most [`CASE_DEADLINE`] for it.
 pub fn crawl_within_deadline(crawl: CrawlFn, config: &Config) -> CrawlReport {
+    crawl_within_deadline_with(crawl, config)
+}
+
+/// [`crawl_within_deadline`] for any crawl function.
+fn crawl_within_deadline_with(
+    crawl: impl FnOnce(&Config) -> anyhow::Result<CrawlReport> + Send + 'static,
+    config: &Config,
+) -> CrawlReport {
     let (tx, rx) = mpsc::channel();
     let config = config.clone();
     std::thread::spawn(move || {
@@ -814,6 +822,124 @@ pub fn exit_status_follows_status_lines(program: &str, args: &[&str]) {
     let run = run_program(program, &all, None);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("Is a site running?"), "{}", run.stderr);
+}
+
+/// A lesson's `crawl_with_budget`: its crawl, with the socket budget given
+/// rather than read from the open-file limit.
+pub type CrawlWithBudget = fn(&Config, usize) -> anyhow::Result<CrawlReport>;
+
+/// Set in the environment of the server process of
+/// [`out_of_descriptors_waits_for_a_free_one`]: how many linked pages to
+/// serve.
+pub const DESCRIPTOR_SERVER_PAGES: &str = "COURSE_DESCRIPTOR_SERVER_PAGES";
+
+/// The server process of [`out_of_descriptors_waits_for_a_free_one`]: when
+/// [`DESCRIPTOR_SERVER_PAGES`] is set, serve a root linking to that many
+/// pages, print `SERVER <url>`, and serve until standard input closes. A
+/// lesson's test binary calls this from an ignored test, and the check
+/// re-runs the binary with only that test.
+pub fn descriptor_server_process() {
+    use std::io::{Read, Write};
+    let Some(pages) = std::env::var(DESCRIPTOR_SERVER_PAGES)
+        .ok()
+        .and_then(|n| n.parse().ok())
+    else {
+        return;
+    };
+    let links: String = (0..pages)
+        .map(|i| format!("<a href=\"/page/{i}\">{i}</a>\n"))
+        .collect();
+    let mut site = Site::new().page("/", links);
+    for i in 0..pages {
+        site = site.page(&format!("/page/{i}"), "a page");
+    }
+    let server = TestServer::start(site);
+    println!("SERVER {}", server.url("/"));
+    let _ = std::io::stdout().flush();
+    // Serve until the parent closes our stdin (or dies).
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+/// Running out of file descriptors when the budget said there were some:
+/// the crawl waits for one, it does not fail. The socket budget normally
+/// keeps a lesson below the open-file limit; this check takes that safety
+/// away. It uses up nearly every descriptor of the process *before* the
+/// crawl, then crawls with a budget far above what is left, so that opening
+/// sockets fails with "too many open files" (`EMFILE`) and the lesson must
+/// wait for one of its own sockets to close.
+///
+/// The server must not share the shortage (it needs a descriptor for every
+/// connection it accepts), so it runs in a child process: this same test
+/// binary, re-run with only the ignored test `server_test`, which calls
+/// [`descriptor_server_process`].
+pub fn out_of_descriptors_waits_for_a_free_one(
+    lesson: Lesson,
+    crawl_with_budget: CrawlWithBudget,
+    server_test: &str,
+    extra: impl FnOnce(&mut Config),
+) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    /// Descriptors left free for the crawl.
+    const FREE: usize = 20;
+    /// Links on the root page: far more than `FREE`.
+    const PAGES: usize = 300;
+    match crate::net::open_files_limit() {
+        Some(limit) if limit <= 1 << 20 => {}
+        other => {
+            eprintln!("skipped: open-file limit {other:?} is too large to use up");
+            return;
+        }
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut server = Command::new(exe)
+        .args([server_test, "--exact", "--ignored", "--nocapture"])
+        .env(DESCRIPTOR_SERVER_PAGES, PAGES.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the server process");
+    let mut lines = BufReader::new(server.stdout.take().expect("piped stdout")).lines();
+    let root = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("SERVER ").map(str::to_string))
+        .expect("the server process prints its URL");
+    // Keep reading what the child prints, so it never writes to a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+
+    // Use up every descriptor, then give back a few.
+    let mut hog = Vec::new();
+    loop {
+        match std::fs::File::open("/dev/null") {
+            Ok(file) => hog.push(file),
+            Err(err) if crate::net::is_out_of_descriptors(&err) => break,
+            Err(err) => panic!("open /dev/null: {err}"),
+        }
+    }
+    hog.truncate(hog.len().saturating_sub(FREE));
+
+    let mut config = Config::new(lesson, [root]);
+    config.log = Log::capture(Level::Debug);
+    config.timeout = Duration::from_secs(30);
+    extra(&mut config);
+    let report = crawl_within_deadline_with(move |c| crawl_with_budget(c, 1000), &config);
+    drop(hog);
+    drop(server.stdin.take());
+    let _ = server.wait();
+
+    assert_eq!(report.stats.len(), PAGES + 1, "{}", report.render());
+    assert!(
+        report.stats.iter().all(|s| s.status == Some(200)),
+        "{}",
+        report.render()
+    );
+    assert_eq!(report.todo, 0);
+    let lines = config.log.lines();
+    assert!(
+        lines.iter().any(|l| l.ends_with("out of file descriptors")),
+        "no URL had to wait for a descriptor"
+    );
 }
 
 /// The check behind the "retry network errors" exercise of lessons 1–3
