@@ -589,6 +589,7 @@ pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
 /// with every URL fetched. The server stays in this process, which keeps its
 /// own, higher limit.
 pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
+    let _shared = sharing_descriptors();
     let page: String = (0..links)
         .map(|i| format!("<a href=\"/p/{i}\">{i}</a>\n"))
         .collect();
@@ -734,6 +735,7 @@ fn assert_complete(run: &ProgramRun, what: &str) {
 /// descriptors allow: under the limit, and not far under it. The server
 /// stays in this process, which keeps its own, higher limit.
 pub fn slow_site_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
+    let _shared = sharing_descriptors();
     let spec = SiteSpec::new(150);
     let site = generate(&spec).to_site();
     let delay = Duration::from_millis(50);
@@ -768,6 +770,7 @@ pub fn slow_site_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
 /// use only half of what is left. The crawl is complete, as it is without a
 /// limit, and at a concurrency that shows the budget was shared, not starved.
 pub fn demo_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
+    let _shared = sharing_descriptors();
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["-q", "--demo"]);
     let free = run_program(program, &all, None);
@@ -796,6 +799,7 @@ pub fn demo_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
 /// answered with a status line and a broken head exits 0; a root on a closed
 /// port exits 1 with the hint on how to start a site.
 pub fn exit_status_follows_status_lines(program: &str, args: &[&str]) {
+    let _shared = sharing_descriptors();
     let server = TestServer::start(Site::new().route(
         "/",
         Route::raw("HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\nhello"),
@@ -822,6 +826,21 @@ pub fn exit_status_follows_status_lines(program: &str, args: &[&str]) {
     let run = run_program(program, &all, None);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("Is a site running?"), "{}", run.stderr);
+}
+
+/// [`out_of_descriptors_waits_for_a_free_one`] uses up the descriptors of
+/// the whole test process, and tests run on parallel threads: one that
+/// started a server or a program meanwhile would fail for want of one. So
+/// that check holds this lock's write side, and the other program checks of
+/// this module hold its read side while they run.
+static PROCESS_DESCRIPTORS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The read side of [`PROCESS_DESCRIPTORS`], for a check that needs
+/// descriptors of its own (a server, a program to run).
+fn sharing_descriptors() -> std::sync::RwLockReadGuard<'static, ()> {
+    PROCESS_DESCRIPTORS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// A lesson's `crawl_with_budget`: its crawl, with the socket budget given
@@ -891,6 +910,9 @@ pub fn out_of_descriptors_waits_for_a_free_one(
             return;
         }
     }
+    let _alone = PROCESS_DESCRIPTORS
+        .write()
+        .unwrap_or_else(|e| e.into_inner());
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut server = Command::new(exe)
         .args([server_test, "--exact", "--ignored", "--nocapture"])
