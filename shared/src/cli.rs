@@ -25,8 +25,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::fixtures::server::TestServer;
-use crate::fixtures::sitegen::demo_site;
+use crate::demo::DemoSite;
 use crate::http::Limits;
 use crate::links::normalize_root;
 use crate::log::{Level, Log};
@@ -600,17 +599,23 @@ where
         }
     };
 
-    // The demo server lives in this binding until `execute` returns: the
-    // crawl needs it running for its whole length. (`let _ = ...` would drop
+    // The demo site lives in this binding until `execute` returns: the
+    // crawl needs it served for its whole length. (`let _ = ...` would drop
     // it, and stop it, on the spot.)
-    let _demo_server = if config.demo {
-        let server = TestServer::start(demo_site());
-        let root = server.url("/");
+    let _demo_site = if config.demo {
+        let site = match DemoSite::start() {
+            Ok(site) => site,
+            Err(e) => {
+                let _ = writeln!(stderr, "{bin}: error: cannot serve the demo site: {e}");
+                return 1;
+            }
+        };
+        let root = site.root();
         if config.log.enabled(Level::Info) {
             let _ = writeln!(stderr, "serving the demo site at {root}");
         }
         config.roots = vec![root];
-        Some(server)
+        Some(site)
     } else {
         None
     };

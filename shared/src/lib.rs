@@ -13,14 +13,16 @@
 //! | [`page`] | turning a parsed response into a [`stats::FetchStatistic`] plus the links to follow |
 //! | [`net`] | resolving a host once per crawl, the `https` refusal, the open-file limit |
 //! | [`stats`] | `FetchStatistic`, `FetchError` and its kinds (the report's `fail_<kind>` keys) |
-//! | [`report`] | `CrawlReport` and the report printer in the spec's exact layout |
+//! | [`report`] | `CrawlReport` and the report printer, in the course's one layout |
 //! | [`log`] | the log lines on stderr, with levels (`-q`, `-v`), capturable in tests |
 //! | [`cli`] | one argument parser for all lessons, and `run`, the body of every `main` |
+//! | [`demo`] | the site `--demo` crawls, served in the same process |
 //! | [`fixtures`] | test servers: a scripted in-process HTTP server, a site generator, a static file server |
 //! | [`behaviour`] | the behaviour suite every lesson's tests run |
 
 pub mod behaviour;
 pub mod cli;
+pub mod demo;
 pub mod fixtures;
 pub mod http;
 pub mod links;

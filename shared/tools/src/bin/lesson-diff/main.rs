@@ -1,9 +1,9 @@
 //! # `lesson-diff`: what changed from one lesson to the next
 //!
 //! ```text
-//! cargo run -p shared --bin lesson-diff -- 2 3       # print the diff, lesson 2 → 3
-//! cargo run -p shared --bin lesson-diff -- --write   # regenerate the book's diff pages
-//! cargo run -p shared --bin lesson-diff -- --check   # exit 1 if a page is stale
+//! cargo run -p course-tools --bin lesson-diff -- 2 3       # print the diff, lesson 2 → 3
+//! cargo run -p course-tools --bin lesson-diff -- --write   # regenerate the book's diff pages
+//! cargo run -p course-tools --bin lesson-diff -- --check   # exit 1 if a page is stale
 //! ```
 //!
 //! Every lesson crate has the same skeleton (`lib.rs`, `crawler.rs`,
@@ -102,11 +102,13 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<(Command, Option<Path
     Ok((command, root))
 }
 
-/// The workspace this program was built in: `shared/`'s parent. `cargo
-/// run` from any directory of the checkout then finds the lessons.
+/// The workspace this program was built in: `shared/tools/` is two
+/// levels below it. `cargo run` from any directory of the checkout then
+/// finds the lessons.
 fn default_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .map(PathBuf::from)
         .unwrap_or_default()
 }

@@ -1,11 +1,11 @@
 //! # `course-bench`: the measurements behind "Comparing the four crawlers"
 //!
 //! ```text
-//! cargo run --release -p shared --bin course-bench -- all
-//! cargo run --release -p shared --bin course-bench -- speed --server nginx --runs 5
-//! cargo run --release -p shared --bin course-bench -- memory --fetches 10000
-//! cargo run --release -p shared --bin course-bench -- fds --links 10000
-//! cargo run --release -p shared --bin course-bench -- chart
+//! cargo run --release -p course-tools --bin course-bench -- all
+//! cargo run --release -p course-tools --bin course-bench -- speed --server nginx --runs 5
+//! cargo run --release -p course-tools --bin course-bench -- memory --fetches 10000
+//! cargo run --release -p course-tools --bin course-bench -- fds --links 10000
+//! cargo run --release -p course-tools --bin course-bench -- chart
 //! ```
 //!
 //! The spec sets three targets that no unit test can check, because they are
@@ -105,9 +105,9 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// `cargo run --release -p shared --bin course-bench -- [global] ARGS`.
+    /// `cargo run --release -p course-tools --bin course-bench -- [global] ARGS`.
     pub fn command_line(&self, args: &str) -> String {
-        let mut line = String::from("cargo run --release -p shared --bin course-bench --");
+        let mut line = String::from("cargo run --release -p course-tools --bin course-bench --");
         for a in &self.global_args {
             line.push(' ');
             line.push_str(a);
@@ -220,11 +220,11 @@ impl Opts {
     }
 }
 
-/// The workspace root: this file is `shared/src/bin/course-bench/main.rs`,
-/// and Cargo tells us where `shared/` is.
+/// The workspace root: this file is in `shared/tools/`, and Cargo tells us
+/// where that is.
 fn workspace_root() -> PathBuf {
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR"));
-    shared.parent().unwrap_or(shared).to_path_buf()
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR"));
+    tools.ancestors().nth(2).unwrap_or(tools).to_path_buf()
 }
 
 /// The hard limit on open files, from `/proc/self/limits` (no libc here).

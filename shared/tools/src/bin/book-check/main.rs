@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! mdbook build docs
-//! cargo run -p shared --bin book-check
+//! cargo run -p course-tools --bin book-check
 //! ```
 //!
 //! The course's chapters never paste code: they include it from the lesson
@@ -449,10 +449,13 @@ fn check_book(root: &Path) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// The workspace this program was built in: `shared/`'s parent.
+/// The workspace this program was built in: `shared/tools/` is two
+/// levels below it. `cargo run` from any directory of the checkout then
+/// finds the lessons.
 fn default_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .map(PathBuf::from)
         .unwrap_or_default()
 }

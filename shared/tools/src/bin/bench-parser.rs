@@ -8,7 +8,7 @@
 //! read — many times over, and prints the throughput.
 //!
 //! ```text
-//! cargo run --release -p shared --bin bench-parser
+//! cargo run --release -p course-tools --bin bench-parser
 //! ```
 //!
 //! Each variant is timed over several runs and the median is printed: on a

@@ -241,7 +241,6 @@ pub fn measured_code(ctx: &Ctx) -> String {
             "lesson3-generators",
             "lesson4-asyncio-style",
             "shared/src",
-            ":!shared/src/bin",
         ],
     )
     .is_some_and(|s| !s.is_empty());

@@ -1,6 +1,6 @@
 //! # How fast is link extraction?
 //!
-//! `cargo run --release -p shared --bin bench-links`
+//! `cargo run --release -p course-tools --bin bench-links`
 //!
 //! The spec asks link extraction to run at 1 GB/s or better over typical
 //! documentation HTML: fast enough that finding links is never what slows a

@@ -28,7 +28,7 @@ pub const DIFFS_DIR: &str = "docs/src/generated/diffs";
 
 /// The command that regenerates the pages, quoted in the pages and in
 /// every "stale" message.
-pub const WRITE_COMMAND: &str = "cargo run -p shared --bin lesson-diff -- --write";
+pub const WRITE_COMMAND: &str = "cargo run -p course-tools --bin lesson-diff -- --write";
 
 /// mdBook's pattern for its `{{#…}}` helpers (mdbook-driver 0.5,
 /// `links.rs`): an escaped helper `\{{#…}}`, or a helper with its type and
@@ -165,7 +165,7 @@ pub fn render_page(old: &Lesson, new: &Lesson, diffs: &[FileDiff]) -> Result<Str
     );
     let _ = writeln!(
         page,
-        "```text\ncargo run -p shared --bin lesson-diff -- {} {}\n```\n",
+        "```text\ncargo run -p course-tools --bin lesson-diff -- {} {}\n```\n",
         old.number, new.number
     );
 
