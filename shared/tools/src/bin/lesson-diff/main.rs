@@ -120,7 +120,7 @@ fn run(command: Command, root: PathBuf) -> Result<ExitCode> {
             let lessons = tree::lessons(&root)?;
             let old = tree::find(&lessons, old)?;
             let new = tree::find(&lessons, new)?;
-            for file in tree::diff_lessons(&root, old, new)? {
+            for file in tree::diff_lessons(&root, old, new, tree::Markers::Keep)? {
                 print!("{}", file.text);
             }
         }

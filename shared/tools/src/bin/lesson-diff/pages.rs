@@ -143,8 +143,71 @@ fn fence_for(text: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-/// The Markdown page for `old` → `new`.
-pub fn render_page(old: &Lesson, new: &Lesson, diffs: &[FileDiff]) -> Result<String> {
+/// The "What changed since lesson N" part of a lesson's `lib.rs` header,
+/// as Markdown: from that line to the end of its paragraph, or of the list
+/// that follows it when the line ends with a colon. Rustdoc's links
+/// (`` [`event_loop`] ``) become plain code spans. `None` when the header
+/// has no such part.
+pub fn what_changed(lib_rs: &str) -> Option<String> {
+    static DOC_LINK: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\[(`[^`\]]+`)\](\([^)]*\))?").expect("constant regex"));
+    let doc: Vec<&str> = lib_rs
+        .lines()
+        .map_while(|line| line.strip_prefix("//!"))
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect();
+    let start = doc
+        .iter()
+        .position(|line| line.starts_with("What changed since lesson"))?;
+    let after = doc[start + 1..].iter().copied();
+    let mut lines = vec![doc[start]];
+    if doc[start].trim_end().ends_with(':') {
+        // The list after the heading, past the blank line between them.
+        lines.push("");
+        lines.extend(
+            after
+                .skip_while(|line| line.is_empty())
+                .take_while(|line| !line.is_empty()),
+        );
+    } else {
+        lines.extend(after.take_while(|line| !line.is_empty()));
+    }
+    let text = lines.join("\n");
+    Some(DOC_LINK.replace_all(&text, "$1").into_owned())
+}
+
+/// One line that names the files a step adds, drops and changes.
+fn files_line(diffs: &[FileDiff], new: &Lesson) -> String {
+    let names = |status: Status| {
+        diffs
+            .iter()
+            .filter(|f| f.status == status)
+            .map(|f| format!("`{}`", f.path))
+            .collect::<Vec<_>>()
+    };
+    let mut parts = Vec::new();
+    for (status, what) in [
+        (Status::Added, format!("new in lesson {}", new.number)),
+        (Status::Removed, "gone".to_string()),
+        (Status::Changed, "changed".to_string()),
+        (Status::Unchanged, "the same".to_string()),
+    ] {
+        let files = names(status);
+        if !files.is_empty() {
+            parts.push(format!("{what}: {}", files.join(", ")));
+        }
+    }
+    format!("Files {}.", parts.join("; "))
+}
+
+/// The Markdown page for `old` → `new`, opening with `what_changed` (from
+/// the newer lesson's header) when there is one.
+pub fn render_page(
+    old: &Lesson,
+    new: &Lesson,
+    diffs: &[FileDiff],
+    what_changed: Option<&str>,
+) -> Result<String> {
     let mut page = String::new();
     let _ = writeln!(
         page,
@@ -156,11 +219,16 @@ pub fn render_page(old: &Lesson, new: &Lesson, diffs: &[FileDiff]) -> Result<Str
         "# Lesson {} → lesson {}: the diff\n",
         old.number, new.number
     );
+    if let Some(what_changed) = what_changed {
+        let _ = writeln!(page, "{what_changed}\n");
+    }
+    let _ = writeln!(page, "{}\n", files_line(diffs, new));
     let _ = writeln!(
         page,
-        "Everything that changed in `src/` from `{}` to `{}`, generated from the \
-         code. What both lessons use from the `shared` crate is the same for both, \
-         so it never shows up here. To see the same diff in a terminal:\n",
+        "Below is everything that changed in `src/` from `{}` to `{}`, generated \
+         from the code (the `// ANCHOR` lines that mark the book's listings are \
+         left out). What both lessons use from the `shared` crate is the same \
+         for both, so it never shows up here. To see the same diff in a terminal:\n",
         old.dir_name, new.dir_name
     );
     let _ = writeln!(
@@ -232,10 +300,14 @@ pub fn generate(root: &Path) -> Result<Vec<Page>> {
     let mut pages = Vec::new();
     for pair in lessons.windows(2) {
         let (old, new) = (&pair[0], &pair[1]);
-        let diffs = tree::diff_lessons(root, old, new)?;
+        let diffs = tree::diff_lessons(root, old, new, tree::Markers::Drop)?;
+        let lib_rs = root.join(&new.dir_name).join("src").join("lib.rs");
+        let what_changed = fs::read_to_string(&lib_rs)
+            .ok()
+            .and_then(|text| what_changed(&text));
         pages.push(Page {
             path: Path::new(DIFFS_DIR).join(page_name(old, new)),
-            text: render_page(old, new, &diffs)
+            text: render_page(old, new, &diffs, what_changed.as_deref())
                 .with_context(|| format!("cannot render {}", page_name(old, new)))?,
         });
     }
@@ -371,6 +443,36 @@ mod tests {
         let at = |s: &str| text.find(s).unwrap();
         assert!(at("## `event_loop.rs`") < at("## `lib.rs`"));
         assert!(at("## `lib.rs`") < at("## `pool.rs`"));
+        assert!(
+            text.contains(
+                "Files new in lesson 2: `event_loop.rs`; gone: `pool.rs`; \
+                 changed: `lib.rs`; the same: `main.rs`.\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_step_is_summed_up_from_the_newer_lessons_header() {
+        let paragraph = "//! # Lesson 2\n//!\n//! Teaches things.\n//!\n\
+                         //! What changed since lesson 1: the pool is gone.\n\
+                         //! [`crawl`] runs a loop.\n//!\n//! More.\n\nuse x;\n";
+        assert_eq!(
+            what_changed(paragraph).as_deref(),
+            Some("What changed since lesson 1: the pool is gone.\n`crawl` runs a loop.")
+        );
+        let list = "//! What changed since lesson 3:\n//!\n//! - a [`Queue`](crate::queue);\n\
+                    //! - `sleep`.\n//!\n//! | table |\n";
+        assert_eq!(
+            what_changed(list).as_deref(),
+            Some("What changed since lesson 3:\n\n- a `Queue`;\n- `sleep`.")
+        );
+        assert_eq!(what_changed("//! Nothing of the kind.\n"), None);
+        // Only the header counts, not a comment further down.
+        assert_eq!(
+            what_changed("//! A.\nfn f() {}\n//! What changed since lesson 1: x\n"),
+            None
+        );
     }
 
     #[test]

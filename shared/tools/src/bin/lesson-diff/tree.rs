@@ -130,18 +130,55 @@ fn read(path: Option<&PathBuf>) -> Result<Option<Vec<u8>>> {
         .transpose()
 }
 
+/// What a diff shows of the `// ANCHOR: name` and `// ANCHOR_END: name`
+/// lines that mark the listings the book includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markers {
+    /// Every line, as `diff -ru` shows it.
+    Keep,
+    /// Without the markers: they serve `{{#include}}`, not the reader, and
+    /// the book's diff pages leave them out.
+    Drop,
+}
+
+/// `text` without its anchor-marker lines, when `markers` says so.
+pub fn with_markers(text: &str, markers: Markers) -> std::borrow::Cow<'_, str> {
+    let is_marker = |line: &str| {
+        let line = line.trim();
+        line.starts_with("// ANCHOR: ") || line.starts_with("// ANCHOR_END: ")
+    };
+    if markers == Markers::Keep || !text.lines().any(is_marker) {
+        return text.into();
+    }
+    text.split_inclusive('\n')
+        .filter(|line| !is_marker(line))
+        .collect::<String>()
+        .into()
+}
+
 /// The diff of every file in `old`'s and `new`'s `src/` trees, sorted by
 /// path. Unchanged files are listed too (with no text), so a summary can
 /// show the whole tree.
-pub fn diff_lessons(root: &Path, old: &Lesson, new: &Lesson) -> Result<Vec<FileDiff>> {
+pub fn diff_lessons(
+    root: &Path,
+    old: &Lesson,
+    new: &Lesson,
+    markers: Markers,
+) -> Result<Vec<FileDiff>> {
     let old_files = files_under(&root.join(&old.dir_name).join("src"))?;
     let new_files = files_under(&root.join(&new.dir_name).join("src"))?;
     let paths: BTreeSet<&String> = old_files.keys().chain(new_files.keys()).collect();
 
     let mut out = Vec::new();
     for path in paths {
-        let before = read(old_files.get(path))?;
-        let after = read(new_files.get(path))?;
+        let strip = |bytes: Option<Vec<u8>>| {
+            bytes.map(|bytes| match String::from_utf8(bytes) {
+                Ok(text) => with_markers(&text, markers).into_owned().into_bytes(),
+                Err(err) => err.into_bytes(),
+            })
+        };
+        let before = strip(read(old_files.get(path))?);
+        let after = strip(read(new_files.get(path))?);
         let status = match (&before, &after) {
             (Some(a), Some(b)) if a == b => Status::Unchanged,
             (Some(_), Some(_)) => Status::Changed,
@@ -228,7 +265,7 @@ mod tests {
         dir.write("lesson2-b/src/crawler.rs", "two\n");
         dir.write("lesson2-b/src/engine/event_loop.rs", "e\nf\n");
         let found = lessons(dir.path()).unwrap();
-        let diffs = diff_lessons(dir.path(), &found[0], &found[1]).unwrap();
+        let diffs = diff_lessons(dir.path(), &found[0], &found[1], Markers::Keep).unwrap();
         let summary: Vec<(&str, Status, usize, usize)> = diffs
             .iter()
             .map(|d| (d.path.as_str(), d.status, d.added, d.removed))
@@ -264,10 +301,32 @@ mod tests {
         dir.write("lesson2-b/src/blob.bin", "y");
         fs::write(dir.path().join("lesson2-b/src/blob.bin"), [0xff, 0xfe]).unwrap();
         let found = lessons(dir.path()).unwrap();
-        let diffs = diff_lessons(dir.path(), &found[0], &found[1]).unwrap();
+        let diffs = diff_lessons(dir.path(), &found[0], &found[1], Markers::Keep).unwrap();
         assert_eq!(
             diffs[0].text,
             "Binary files lesson1-a/src/blob.bin and lesson2-b/src/blob.bin differ\n"
         );
+    }
+
+    #[test]
+    fn anchor_markers_can_be_left_out() {
+        let text =
+            "fn a() {}\n// ANCHOR: b\nfn b() {}\n    // ANCHOR_END: b\n// ANCHOR is a word\n";
+        assert_eq!(with_markers(text, Markers::Keep), text);
+        assert_eq!(
+            with_markers(text, Markers::Drop),
+            "fn a() {}\nfn b() {}\n// ANCHOR is a word\n"
+        );
+        let dir = TestDir::new("markers");
+        dir.write("lesson1-a/src/lib.rs", "fn a() {}\n");
+        dir.write(
+            "lesson2-b/src/lib.rs",
+            "// ANCHOR: a\nfn a() {}\n// ANCHOR_END: a\n",
+        );
+        let found = lessons(dir.path()).unwrap();
+        let kept = diff_lessons(dir.path(), &found[0], &found[1], Markers::Keep).unwrap();
+        assert_eq!(kept[0].status, Status::Changed);
+        let dropped = diff_lessons(dir.path(), &found[0], &found[1], Markers::Drop).unwrap();
+        assert_eq!(dropped[0].status, Status::Unchanged);
     }
 }
