@@ -895,7 +895,6 @@ pub fn out_of_descriptors_waits_for_a_free_one(
     lesson: Lesson,
     crawl_with_budget: CrawlWithBudget,
     server_test: &str,
-    extra: impl FnOnce(&mut Config),
 ) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
@@ -944,7 +943,9 @@ pub fn out_of_descriptors_waits_for_a_free_one(
     let mut config = Config::new(lesson, [root]);
     config.log = Log::capture(Level::Debug);
     config.timeout = Duration::from_secs(30);
-    extra(&mut config);
+    // Far more fetches at once than free descriptors, in every lesson.
+    config.threads = 100;
+    config.max_tasks = 100;
     let report = crawl_within_deadline_with(move |c| crawl_with_budget(c, 1000), &config);
     drop(hog);
     drop(server.stdin.take());
@@ -1013,5 +1014,40 @@ macro_rules! behaviour_suite {
                 $crate::behaviour::$case($lesson, $crawl);
             }
         )*
+    };
+}
+
+/// Expands to the descriptor checks for a lesson, one `#[test]` each:
+/// its `program` under `ulimit -n 64` on a slow site and with `--demo`
+/// (run with `args`), and its `crawl_with_budget` in a process out of
+/// descriptors — with the ignored `server_process` that check re-runs the
+/// test binary as.
+#[macro_export]
+macro_rules! descriptor_suite {
+    ($lesson:expr, $crawl_with_budget:path, $program:expr, [$($arg:expr),* $(,)?]) => {
+        #[test]
+        #[ignore = "not a test: the server process of out_of_descriptors_waits_for_a_free_one"]
+        fn server_process() {
+            $crate::behaviour::descriptor_server_process();
+        }
+
+        #[test]
+        fn out_of_descriptors_waits_for_a_free_one() {
+            $crate::behaviour::out_of_descriptors_waits_for_a_free_one(
+                $lesson,
+                $crawl_with_budget,
+                "server_process",
+            );
+        }
+
+        #[test]
+        fn slow_site_under_ulimit_64() {
+            $crate::behaviour::slow_site_under_fd_limit($program, &[$($arg),*], 64);
+        }
+
+        #[test]
+        fn demo_under_ulimit_64() {
+            $crate::behaviour::demo_under_fd_limit($program, &[$($arg),*], 64);
+        }
     };
 }
