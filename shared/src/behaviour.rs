@@ -795,6 +795,23 @@ pub fn demo_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
     );
 }
 
+/// `--demo` under a limit that leaves no room for one connection beside
+/// the demo server (stdio and the server's three descriptors already use 6
+/// of 9): the program says so and exits 1 at once, instead of connecting to
+/// a server that cannot accept and waiting out its deadlines.
+pub fn demo_below_its_floor(program: &str, args: &[&str]) {
+    let _shared = sharing_descriptors();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-q", "--demo"]);
+    let run = run_program(program, &all, Some(9));
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("cannot serve the demo site"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// The exit status follows the status-line rule, as a program: a root that
 /// answered with a status line and a broken head exits 0; a root on a closed
 /// port exits 1 with the hint on how to start a site.
@@ -1048,6 +1065,11 @@ macro_rules! descriptor_suite {
         #[test]
         fn demo_under_ulimit_64() {
             $crate::behaviour::demo_under_fd_limit($program, &[$($arg),*], 64);
+        }
+
+        #[test]
+        fn demo_below_its_floor() {
+            $crate::behaviour::demo_below_its_floor($program, &[$($arg),*]);
         }
     };
 }

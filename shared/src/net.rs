@@ -120,6 +120,12 @@ pub fn open_descriptors() -> Option<usize> {
     Some(count.saturating_sub(1))
 }
 
+/// Descriptors the process may still open: the open-file limit less those
+/// open now. `None` where either cannot be read.
+pub fn free_descriptors() -> Option<usize> {
+    Some(open_files_limit()?.saturating_sub(open_descriptors()?))
+}
+
 /// How many sockets a crawl may hold open at once.
 ///
 /// The open-file limit is shared by everything in the process, so the
