@@ -49,7 +49,7 @@
 //! - A write may take only part of the request: keep the rest and continue
 //!   when the socket is writable again.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -64,7 +64,6 @@ use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
 use shared::{FailKind, FetchError};
 
-use crate::crawler::{InFlight, InFlightGuard};
 use crate::event_loop::{EventLoop, TimerHandle};
 
 /// How a fetch ended, as its `done` callback hears it.
@@ -376,6 +375,53 @@ fn still_connecting(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::NotConnected || err.raw_os_error() == Some(EINPROGRESS)
 }
 
+// ANCHOR: in_flight
+/// Counts fetches in flight, and remembers the most there ever were at once:
+/// the report's "achieved concurrency". In lesson 2 nothing but the socket
+/// budget bounds it. A fetch counts from its first socket to its end.
+///
+/// Lesson 1 needed a lock here; one thread needs only `Cell`s, which the
+/// crawler and every `Fetcher` change through a shared `Rc`.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    /// Fetches in flight now.
+    now: Cell<usize>,
+    /// The most there were at once.
+    peak: Cell<usize>,
+}
+
+impl InFlight {
+    /// A fetch has opened its socket. It stays counted until the returned
+    /// guard is dropped, however the fetch ends.
+    pub fn start(self: &Rc<Self>) -> InFlightGuard {
+        self.now.set(self.now.get() + 1);
+        self.peak.set(self.peak.get().max(self.now.get()));
+        InFlightGuard(Rc::clone(self))
+    }
+
+    /// Fetches in flight right now.
+    pub fn now(&self) -> usize {
+        self.now.get()
+    }
+
+    /// The most fetches that were ever in flight at once.
+    pub fn peak(&self) -> usize {
+        self.peak.get()
+    }
+}
+
+/// One fetch in flight; dropping it ends the fetch's count.
+#[derive(Debug)]
+pub struct InFlightGuard(Rc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let now = &self.0.now;
+        now.set(now.get().saturating_sub(1));
+    }
+}
+// ANCHOR_END: in_flight
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,5 +621,18 @@ mod tests {
         assert!(outcome.borrow().is_none());
         event_loop.run_once().unwrap();
         assert_eq!(error(outcome.take().unwrap()).kind, FailKind::Unsupported);
+    }
+
+    #[test]
+    fn in_flight_counts_the_peak_not_the_total() {
+        let in_flight = Rc::new(InFlight::default());
+        {
+            let _a = in_flight.start();
+            let _b = in_flight.start();
+            assert_eq!(in_flight.now(), 2);
+        }
+        let _c = in_flight.start();
+        assert_eq!(in_flight.now(), 1);
+        assert_eq!(in_flight.peak(), 2);
     }
 }

@@ -32,7 +32,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
-use lesson3_generators::crawler::InFlight;
+use lesson3_generators::fetch::InFlight;
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::fetch::{self, Fetcher, Socket};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;

@@ -27,7 +27,7 @@
 //! exactly like a callback: that is what makes "is this link new?" and "mark
 //! it seen" one step without a lock.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
@@ -41,7 +41,7 @@ use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
 use crate::event_loop::EventLoop;
-use crate::fetch::{Fetched, Fetcher};
+use crate::fetch::{Fetched, Fetcher, InFlight};
 
 // ANCHOR: crawler
 /// The crawl-wide state. One thread, so no locks: it lives in an
@@ -281,70 +281,5 @@ impl Crawler {
             max_tasks: self.in_flight.peak(),
             peak_in_flight: self.in_flight.peak(),
         }
-    }
-}
-
-// ANCHOR: in_flight
-/// Counts fetches in flight, and remembers the most there ever were at once:
-/// the report's "achieved concurrency". In lesson 3 nothing but the socket
-/// budget bounds it. A fetch counts from its first socket to its end.
-///
-/// Lesson 1 needed a lock here; one thread needs only `Cell`s, which the
-/// crawler and every `Fetcher` change through a shared `Rc`.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    /// Fetches in flight now.
-    now: Cell<usize>,
-    /// The most there were at once.
-    peak: Cell<usize>,
-}
-
-impl InFlight {
-    /// A fetch has opened its socket. It stays counted until the returned
-    /// guard is dropped, however the fetch ends.
-    pub fn start(self: &Rc<Self>) -> InFlightGuard {
-        self.now.set(self.now.get() + 1);
-        self.peak.set(self.peak.get().max(self.now.get()));
-        InFlightGuard(Rc::clone(self))
-    }
-
-    /// Fetches in flight right now.
-    pub fn now(&self) -> usize {
-        self.now.get()
-    }
-
-    /// The most fetches that were ever in flight at once.
-    pub fn peak(&self) -> usize {
-        self.peak.get()
-    }
-}
-
-/// One fetch in flight; dropping it ends the fetch's count.
-#[derive(Debug)]
-pub struct InFlightGuard(Rc<InFlight>);
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        let now = &self.0.now;
-        now.set(now.get().saturating_sub(1));
-    }
-}
-// ANCHOR_END: in_flight
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn in_flight_counts_the_peak_not_the_total() {
-        let in_flight = Rc::new(InFlight::default());
-        {
-            let _a = in_flight.start();
-            let _b = in_flight.start();
-            assert_eq!(in_flight.now(), 2);
-        }
-        let _c = in_flight.start();
-        assert_eq!(in_flight.now(), 1);
-        assert_eq!(in_flight.peak(), 2);
     }
 }

@@ -41,10 +41,10 @@ use shared::http::{get_request, Response, ResponseParser, Version};
 use shared::net;
 use shared::{FailKind, FetchError};
 
-use crate::crawler::InFlightGuard;
 use crate::event_loop::{EventLoop, Sleep};
 use crate::fetch::{
-    connect_error, io_error, is_connected, read_chunk, timed_out, Fetched, Fetcher, Socket,
+    connect_error, io_error, is_connected, read_chunk, timed_out, Fetched, Fetcher, InFlightGuard,
+    Socket,
 };
 use crate::future::Future;
 

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::thread;
 use std::time::Duration;
 
-use lesson3_generators::crawler::InFlight;
+use lesson3_generators::fetch::InFlight;
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::fetch::{connect_any, Fetched, Fetcher};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;
