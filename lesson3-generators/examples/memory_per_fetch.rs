@@ -32,9 +32,8 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
-use lesson3_generators::fetch::InFlight;
 use lesson3_generators::event_loop::EventLoop;
-use lesson3_generators::fetch::{self, Fetcher, Socket};
+use lesson3_generators::fetch::{self, Fetcher, InFlight, Socket};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;
 use shared::http::{Limits, ResponseParser};
 use shared::net::Resolver;

@@ -11,9 +11,8 @@ use std::rc::Rc;
 use std::thread;
 use std::time::Duration;
 
-use lesson3_generators::fetch::InFlight;
 use lesson3_generators::event_loop::EventLoop;
-use lesson3_generators::fetch::{connect_any, Fetched, Fetcher};
+use lesson3_generators::fetch::{connect_any, Fetched, Fetcher, InFlight};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;
 use shared::fixtures::server::{Route, Site, TestServer};
 use shared::http::{Limits, Response, ResponseParser};
