@@ -184,9 +184,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {
             pool.open.set(pool.open.get() - 1);
-            pool.give(Grant::Open(Permit {
-                pool: Rc::downgrade(&pool),
-            }));
+            pool.give_slot();
         }
     }
 }
@@ -211,15 +209,20 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(pool) = self.pool.upgrade() {
-            let permit = Permit {
-                pool: std::mem::take(&mut self.pool),
-            };
-            pool.give(Grant::Open(permit));
+            pool.give_slot();
         }
     }
 }
 
 impl PoolInner {
+    /// A slot comes back (a socket closed, a permit was not used): to the
+    /// oldest waiting fetch, or to the count of free ones.
+    fn give_slot(self: &Rc<Self>) {
+        self.give(Grant::Open(Permit {
+            pool: Rc::downgrade(self),
+        }));
+    }
+
     /// Something frees up: hand it to the oldest fetch still waiting, or
     /// else keep it — a connection in its host's idle list (or closed, past
     /// the cap), a slot in the count of free ones.

@@ -256,3 +256,27 @@ fn exchange<'a>(
     }
 }
 // ANCHOR_END: exchange
+
+#[cfg(test)]
+mod tests {
+    use shared::log::Level;
+
+    use super::*;
+
+    #[test]
+    fn in_flight_counts_the_peak_not_the_total() {
+        let session = Session::new(
+            ConnectionPool::new(1, 1),
+            Duration::from_secs(1),
+            Limits::default(),
+            Log::capture(Level::Error),
+        );
+        {
+            let _a = InFlight::enter(&session);
+            let _b = InFlight::enter(&session);
+        }
+        let _c = InFlight::enter(&session);
+        assert_eq!(session.in_flight.get(), 1);
+        assert_eq!(session.peak_in_flight(), 2);
+    }
+}

@@ -95,14 +95,6 @@ impl<T> Queue<T> {
         self.qsize() == 0
     }
 
-    /// `get` calls waiting for an item now (asyncio keeps them in its
-    /// private `_getters`; the connection pool asks, to hand a connection
-    /// straight to a fetch that waits for one).
-    pub fn waiting(&self) -> usize {
-        let getters = self.inner.getters.borrow().len();
-        getters.saturating_sub(self.inner.abandoned_getters.get())
-    }
-
     /// Items put and not yet marked done.
     pub fn unfinished_tasks(&self) -> usize {
         self.inner.unfinished_tasks.get()
@@ -126,13 +118,7 @@ impl<T> Queue<T> {
             let getter = self.inner.getters.borrow_mut().pop_front();
             match getter {
                 Some(getter) if getter.set_result(()) => break,
-                // An abandoned one, gone from the list now: one fewer to count.
-                Some(_) => {
-                    let abandoned = self.inner.abandoned_getters.get();
-                    self.inner
-                        .abandoned_getters
-                        .set(abandoned.saturating_sub(1));
-                }
+                Some(_) => {}
                 None => break,
             }
         }

@@ -449,17 +449,6 @@ fn check_book(root: &Path) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// The workspace this program was built in: `shared/tools/` is two
-/// levels below it. `cargo run` from any directory of the checkout then
-/// finds the lessons.
-fn default_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(PathBuf::from)
-        .unwrap_or_default()
-}
-
 fn main() -> ExitCode {
     let mut root = None;
     let mut args = std::env::args().skip(1);
@@ -482,7 +471,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let root = root.unwrap_or_else(default_root);
+    let root = root.unwrap_or_else(course_tools::workspace_root);
     let outcome = match check_book(&root) {
         Ok(outcome) => outcome,
         Err(e) => {

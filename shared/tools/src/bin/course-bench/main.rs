@@ -43,7 +43,7 @@ mod procs;
 mod servers;
 mod speed;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -220,13 +220,6 @@ impl Opts {
     }
 }
 
-/// The workspace root: this file is in `shared/tools/`, and Cargo tells us
-/// where that is.
-fn workspace_root() -> PathBuf {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR"));
-    tools.ancestors().nth(2).unwrap_or(tools).to_path_buf()
-}
-
 /// The hard limit on open files, from `/proc/self/limits` (no libc here).
 fn hard_nofile() -> Option<usize> {
     let text = std::fs::read_to_string("/proc/self/limits").ok()?;
@@ -280,7 +273,7 @@ fn run() -> Result<()> {
     }
 
     // Global options come before the command.
-    let workspace = workspace_root();
+    let workspace = course_tools::workspace_root();
     let mut bin_dir: Option<PathBuf> = None;
     let mut docs: Option<PathBuf> = None;
     let mut build = true;

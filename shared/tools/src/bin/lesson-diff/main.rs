@@ -102,17 +102,6 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<(Command, Option<Path
     Ok((command, root))
 }
 
-/// The workspace this program was built in: `shared/tools/` is two
-/// levels below it. `cargo run` from any directory of the checkout then
-/// finds the lessons.
-fn default_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(PathBuf::from)
-        .unwrap_or_default()
-}
-
 fn run(command: Command, root: PathBuf) -> Result<ExitCode> {
     match command {
         Command::Help => print!("{USAGE}"),
@@ -155,7 +144,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let root = root.unwrap_or_else(default_root);
+    let root = root.unwrap_or_else(course_tools::workspace_root);
     match run(command, root.clone()).with_context(|| format!("in {}", root.display())) {
         Ok(code) => code,
         Err(e) => {
