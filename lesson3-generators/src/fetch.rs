@@ -466,21 +466,3 @@ impl Drop for InFlightGuard {
     }
 }
 // ANCHOR_END: in_flight
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn in_flight_counts_the_peak_not_the_total() {
-        let in_flight = Rc::new(InFlight::default());
-        {
-            let _a = in_flight.start();
-            let _b = in_flight.start();
-            assert_eq!(in_flight.now(), 2);
-        }
-        let _c = in_flight.start();
-        assert_eq!(in_flight.now(), 1);
-        assert_eq!(in_flight.peak(), 2);
-    }
-}

@@ -287,3 +287,16 @@ fn a_fetch_coroutine_holds_no_buffer() {
     assert!(by_compiler < 2048, "{by_compiler} bytes");
     assert!(by_hand < 1024, "{by_hand} bytes");
 }
+
+#[test]
+fn in_flight_counts_the_peak_not_the_total() {
+    let in_flight = Rc::new(InFlight::default());
+    {
+        let _a = in_flight.start();
+        let _b = in_flight.start();
+        assert_eq!(in_flight.now(), 2);
+    }
+    let _c = in_flight.start();
+    assert_eq!(in_flight.now(), 1);
+    assert_eq!(in_flight.peak(), 2);
+}

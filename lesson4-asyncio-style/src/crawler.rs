@@ -285,32 +285,8 @@ impl Crawler {
             stats: self.done.borrow().clone(),
             elapsed: end.saturating_duration_since(self.t0.get()),
             max_tasks: self.max_tasks,
-            peak_in_flight: self.session.peak_in_flight(),
+            peak_in_flight: self.session.in_flight.peak(),
             todo: self.q.unfinished_tasks(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use shared::{Config, Lesson};
-
-    use super::*;
-
-    #[test]
-    fn roots_are_normalized_deduplicated_and_queued_once() {
-        let config = Config::new(
-            Lesson::Four,
-            [
-                "127.0.0.1:1/a",
-                "http://127.0.0.1:1/a#x",
-                "http://127.0.0.1:1/b",
-            ],
-        );
-        let crawler = Crawler::new(&config, 100).unwrap();
-        let roots: Vec<&str> = crawler.roots().iter().map(Url::as_str).collect();
-        assert_eq!(roots, ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
-        assert_eq!(crawler.q.qsize(), 2);
-        assert_eq!(crawler.seen_urls.borrow().len(), 2);
     }
 }

@@ -50,6 +50,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
+use std::rc::Rc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -75,12 +76,9 @@ pub struct Session {
     pub limits: Limits,
     /// For the debug line about resent requests.
     pub log: Log,
-    /// Fetches in flight now: from the moment a fetch has its socket until
-    /// its attempt ends. Each fetch counts itself, as lessons 2 and 3's
-    /// fetchers did.
-    in_flight: Cell<usize>,
-    /// The most at once: the report's achieved concurrency.
-    peak_in_flight: Cell<usize>,
+    /// Fetches in flight now, and the most at once (the report's achieved
+    /// concurrency): lesson 3's `InFlight`, shared here by the session.
+    pub in_flight: Rc<InFlight>,
 }
 
 impl Session {
@@ -91,14 +89,8 @@ impl Session {
             timeout,
             limits,
             log,
-            in_flight: Cell::new(0),
-            peak_in_flight: Cell::new(0),
+            in_flight: Rc::new(InFlight::default()),
         }
-    }
-
-    /// The most fetches that were in flight at once.
-    pub fn peak_in_flight(&self) -> usize {
-        self.peak_in_flight.get()
     }
 }
 
@@ -120,7 +112,7 @@ pub fn fetch<'a>(
         // Waiting for it is no part of the attempt: no deadline runs, and
         // the fetch is not in flight yet.
         let grant = session.pool.acquire(url).await?;
-        let _in_flight = InFlight::enter(session);
+        let _counted = session.in_flight.start();
         match wait_for(pin!(get(session, url, grant)), session.timeout).await {
             Ok(response) => Ok(response),
             Err(err) if is_cancelled(&err) || err.is::<OutOfDescriptors>() => Err(err),
@@ -171,31 +163,6 @@ fn get<'a>(
     }
 }
 // ANCHOR_END: get
-
-/// Counts a fetch as in flight for as long as it lives (and keeps the
-/// peak), however the attempt ends.
-struct InFlight<'a> {
-    /// Whose counter this is.
-    session: &'a Session,
-}
-
-impl<'a> InFlight<'a> {
-    fn enter(session: &'a Session) -> InFlight<'a> {
-        let now = session.in_flight.get() + 1;
-        session.in_flight.set(now);
-        if now > session.peak_in_flight.get() {
-            session.peak_in_flight.set(now);
-        }
-        InFlight { session }
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let session = self.session;
-        session.in_flight.set(session.in_flight.get() - 1);
-    }
-}
 
 /// Has any byte of the response arrived?
 fn received_any(parser: &Option<Box<ResponseParser>>) -> bool {
@@ -257,26 +224,49 @@ fn exchange<'a>(
 }
 // ANCHOR_END: exchange
 
-#[cfg(test)]
-mod tests {
-    use shared::log::Level;
+// ANCHOR: in_flight
+/// Counts fetches in flight, and remembers the most there ever were at once:
+/// the report's "achieved concurrency". Here the workers (`--max-tasks`)
+/// bound it. A fetch counts from its socket to the end of its attempt.
+///
+/// Lesson 1 needed a lock here; one thread needs only `Cell`s, which the
+/// crawler and every fetch change through the session's `Rc`.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    /// Fetches in flight now.
+    now: Cell<usize>,
+    /// The most there were at once.
+    peak: Cell<usize>,
+}
 
-    use super::*;
+impl InFlight {
+    /// A fetch has opened its socket. It stays counted until the returned
+    /// guard is dropped, however the fetch ends.
+    pub fn start(self: &Rc<Self>) -> InFlightGuard {
+        self.now.set(self.now.get() + 1);
+        self.peak.set(self.peak.get().max(self.now.get()));
+        InFlightGuard(Rc::clone(self))
+    }
 
-    #[test]
-    fn in_flight_counts_the_peak_not_the_total() {
-        let session = Session::new(
-            ConnectionPool::new(1, 1),
-            Duration::from_secs(1),
-            Limits::default(),
-            Log::capture(Level::Error),
-        );
-        {
-            let _a = InFlight::enter(&session);
-            let _b = InFlight::enter(&session);
-        }
-        let _c = InFlight::enter(&session);
-        assert_eq!(session.in_flight.get(), 1);
-        assert_eq!(session.peak_in_flight(), 2);
+    /// Fetches in flight right now.
+    pub fn now(&self) -> usize {
+        self.now.get()
+    }
+
+    /// The most fetches that were ever in flight at once.
+    pub fn peak(&self) -> usize {
+        self.peak.get()
     }
 }
+
+/// One fetch in flight; dropping it ends the fetch's count.
+#[derive(Debug)]
+pub struct InFlightGuard(Rc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let now = &self.0.now;
+        now.set(now.get().saturating_sub(1));
+    }
+}
+// ANCHOR_END: in_flight

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lesson4_asyncio_style::crawl;
+use lesson4_asyncio_style::crawler::Crawler;
 use shared::fixtures::server::{Route, Site, TestServer};
 use shared::fixtures::sitegen::{generate, SiteSpec};
 use shared::log::{Level, Log};
@@ -417,4 +418,21 @@ fn a_connection_the_server_closes_is_not_reused() {
     assert!(report.stats.iter().all(|s| s.error.is_none()));
     // Not reused and found stale: never reused at all.
     assert!(!config.log.lines().iter().any(|l| l.contains("resending")));
+}
+
+#[test]
+fn roots_are_normalized_deduplicated_and_queued_once() {
+    let config = Config::new(
+        Lesson::Four,
+        [
+            "127.0.0.1:1/a",
+            "http://127.0.0.1:1/a#x",
+            "http://127.0.0.1:1/b",
+        ],
+    );
+    let crawler = Crawler::new(&config, 100).unwrap();
+    let roots: Vec<&str> = crawler.roots().iter().map(url::Url::as_str).collect();
+    assert_eq!(roots, ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
+    // Both queued, once each: the report counts them as still to do.
+    assert_eq!(crawler.report().todo, 2);
 }

@@ -1,0 +1,109 @@
+//! Tests of `src/crawler.rs`, through its public API.
+
+use lesson1_threadpool::crawler::*;
+use lesson1_threadpool::queue::Queue;
+use shared::Config;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+use url::Url;
+
+/// Eight threads offer the same 2000 URLs at the same moment, as eight
+/// fetchers that found the same links would. Each URL must be new to
+/// exactly one of them and be queued exactly once. A version that
+/// checked and inserted under two separate lockings fails this only when
+/// two threads interleave just so — rarely on one round, hence twenty.
+#[test]
+fn each_url_is_new_to_exactly_one_thread() {
+    const THREADS: usize = 8;
+    const URLS: usize = 2000;
+    let urls: Arc<Vec<Url>> = Arc::new(
+        (0..URLS)
+            .map(|i| Url::parse(&format!("http://h/{i}")).unwrap())
+            .collect(),
+    );
+    for _round in 0..20 {
+        let config = Config::new(shared::Lesson::One, ["http://h/"]);
+        let crawler = Arc::new(Crawler::new(&config, 100).unwrap());
+        let urls_todo = Arc::new(Queue::new());
+        let start = Arc::new(Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (crawler, urls_todo, urls, start) = (
+                    Arc::clone(&crawler),
+                    Arc::clone(&urls_todo),
+                    Arc::clone(&urls),
+                    Arc::clone(&start),
+                );
+                thread::spawn(move || {
+                    start.wait();
+                    // One URL per call, so the threads interleave as
+                    // finely as the lock allows.
+                    urls.iter()
+                        .filter(|url| crawler.add_urls(&urls_todo, std::slice::from_ref(url))[0])
+                        .count()
+                })
+            })
+            .collect();
+        let new_total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(new_total, URLS, "URLs that were new to some thread");
+        assert_eq!(urls_todo.qsize(), URLS, "URLs queued");
+        // And the root, seen from the start, is new to no one.
+        let root = Url::parse("http://h/").unwrap();
+        assert_eq!(crawler.add_urls(&urls_todo, &[root]), [false]);
+    }
+}
+
+#[test]
+fn in_flight_counts_the_peak_not_the_total() {
+    let in_flight = InFlight::new(usize::MAX);
+    {
+        let _a = in_flight.start();
+        let _b = in_flight.start();
+        assert_eq!(in_flight.now(), 2);
+    }
+    let _c = in_flight.start();
+    assert_eq!(in_flight.now(), 1);
+    assert_eq!(in_flight.peak(), 2);
+}
+
+/// With a budget of two sockets, a third fetch waits until one of the
+/// two ends — it neither fails nor goes over.
+#[test]
+fn a_fetch_over_the_budget_waits_for_one_to_end() {
+    let in_flight = Arc::new(InFlight::new(2));
+    let a = in_flight.start();
+    let _b = in_flight.start();
+    let (started, third) = std::sync::mpsc::channel();
+    let waiter = {
+        let in_flight = Arc::clone(&in_flight);
+        thread::spawn(move || {
+            let _c = in_flight.start();
+            started.send(()).unwrap();
+        })
+    };
+    assert!(
+        third.recv_timeout(Duration::from_millis(200)).is_err(),
+        "a third fetch started while two held the budget"
+    );
+    drop(a);
+    third.recv_timeout(Duration::from_secs(10)).unwrap();
+    waiter.join().unwrap();
+    assert_eq!(in_flight.peak(), 2);
+}
+
+/// Out of descriptors with two others in flight: the budget becomes two.
+/// Alone in flight: nothing will free one, so the fetch must not wait.
+#[test]
+fn running_out_of_descriptors_lowers_the_budget() {
+    let in_flight = InFlight::new(100);
+    {
+        let alone = in_flight.start();
+        assert!(!alone.out_of_descriptors());
+    }
+    let _a = in_flight.start();
+    let _b = in_flight.start();
+    let c = in_flight.start();
+    assert!(c.out_of_descriptors());
+    assert_eq!(in_flight.budget(), 2);
+}

@@ -1,0 +1,131 @@
+//! Tests of `src/fetch.rs`, through its public API.
+
+use lesson1_threadpool::fetch::*;
+use shared::http::{Limits, Response};
+use shared::net::Resolver;
+use shared::{FailKind, FetchError};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::net::TcpStream;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// A one-connection server on `127.0.0.1:0` that runs `script` on the
+/// connection it accepts. The returned sender keeps it alive: when it is
+/// dropped, a script waiting on `hold` returns and closes the connection.
+fn serve_once(
+    script: impl FnOnce(TcpStream, mpsc::Receiver<()>) + Send + 'static,
+) -> (Url, mpsc::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+    let (keep_alive, hold) = mpsc::channel();
+    thread::spawn(move || {
+        if let Ok((sock, _)) = listener.accept() {
+            script(sock, hold);
+        }
+    });
+    (url, keep_alive)
+}
+
+fn get_with(url: &Url, timeout: Duration) -> Result<Response, FetchError> {
+    match get(url, &Resolver::new(), timeout, Limits::default()) {
+        Fetched::Done(result) => result,
+        Fetched::OutOfDescriptors => panic!("out of descriptors"),
+    }
+}
+
+#[test]
+fn a_complete_response_comes_back() {
+    let (url, _keep) = serve_once(|mut sock, _hold| {
+        let mut request = [0u8; 1024];
+        let _ = sock.read(&mut request);
+        let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>");
+    });
+    let response = get_with(&url, Duration::from_secs(10)).unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, b"<p>hi</p>");
+}
+
+#[test]
+fn a_closed_port_is_a_connect_error() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+    let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(err.kind, FailKind::Connect, "{err}");
+}
+
+#[test]
+fn https_is_refused_before_a_socket_is_made() {
+    let url = Url::parse("https://127.0.0.1:1/").unwrap();
+    let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(err.kind, FailKind::Unsupported);
+    assert_eq!(err.message, "https not supported");
+}
+
+#[test]
+fn a_server_that_never_answers_is_a_timeout_by_the_deadline() {
+    let (url, _keep) = serve_once(|_sock, hold| {
+        // Hold the connection open, silent, until the test ends.
+        let _ = hold.recv();
+    });
+    let started = Instant::now();
+    let err = get_with(&url, Duration::from_millis(300)).unwrap_err();
+    assert_eq!(err.kind, FailKind::Timeout, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_server_that_drips_bytes_is_a_timeout_by_the_deadline() {
+    // Each byte comes well within any per-read timeout; only the
+    // deadline for the whole fetch can end this.
+    let (url, _keep) = serve_once(|mut sock, _hold| {
+        for byte in b"HTTP/1.0 200 OK\r\nX-Slow: "
+            .iter()
+            .chain([b'a'; 10_000].iter())
+            .cycle()
+        {
+            if sock.write_all(&[*byte]).is_err() {
+                return; // the client gave up and closed: done
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let started = Instant::now();
+    let err = get_with(&url, Duration::from_millis(500)).unwrap_err();
+    assert_eq!(err.kind, FailKind::Timeout, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_connection_closed_mid_body_is_a_reset() {
+    let (url, _keep) = serve_once(|mut sock, _hold| {
+        let mut request = [0u8; 1024];
+        let _ = sock.read(&mut request);
+        let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
+    });
+    let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(err.kind, FailKind::Reset, "{err}");
+}
+
+#[test]
+fn the_request_is_http_1_0_for_the_path() {
+    let (seen, request) = mpsc::channel();
+    let (url, _keep) = serve_once(move |mut sock, _hold| {
+        let mut buf = [0u8; 1024];
+        let n = sock.read(&mut buf).unwrap_or(0);
+        let _ = seen.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        let _ = sock.write_all(b"HTTP/1.0 204 No Content\r\n\r\n");
+    });
+    let url = url.join("/a/b?q=1").unwrap();
+    get_with(&url, Duration::from_secs(10)).unwrap();
+    let request = request.recv().unwrap();
+    assert!(
+        request.starts_with("GET /a/b?q=1 HTTP/1.0\r\n"),
+        "{request}"
+    );
+}

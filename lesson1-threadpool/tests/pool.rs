@@ -1,0 +1,143 @@
+//! Tests of `src/pool.rs`, through its public API.
+
+use lesson1_threadpool::pool::*;
+use lesson1_threadpool::queue::Queue;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::{Condvar, Mutex};
+use std::thread::{self};
+use std::time::{Duration, Instant};
+
+#[test]
+fn every_item_and_the_work_it_creates_is_done() {
+    let handled = Arc::new(AtomicUsize::new(0));
+    let pool = {
+        let handled = Arc::clone(&handled);
+        ThreadPool::new(4, move |tasks: &Queue<u32>, n| {
+            // Each n > 0 puts two children: a binary tree, as links are.
+            if n > 0 {
+                tasks.put(n - 1).unwrap();
+                tasks.put(n - 1).unwrap();
+            }
+            handled.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    pool.add_task(9).unwrap();
+    pool.wait_completion().unwrap();
+    assert_eq!(handled.load(Ordering::SeqCst), (1 << 10) - 1);
+}
+
+#[test]
+fn waiting_on_a_pool_given_no_work_returns() {
+    let pool = ThreadPool::new(3, |_: &Queue<()>, ()| {}).unwrap();
+    pool.wait_completion().unwrap();
+}
+
+#[test]
+fn the_threads_have_ended_when_wait_completion_returns() {
+    // Each thread holds a clone of `work`, and with it of `token`. When
+    // all threads have returned, their clones are gone.
+    let token = Arc::new(());
+    let pool = {
+        let token = Arc::clone(&token);
+        ThreadPool::new(4, move |_: &Queue<u8>, _| {
+            let _ = &token;
+        })
+        .unwrap()
+    };
+    for i in 0..20 {
+        pool.add_task(i).unwrap();
+    }
+    assert!(Arc::strong_count(&token) > 1);
+    pool.wait_completion().unwrap();
+    assert_eq!(Arc::strong_count(&token), 1, "a thread is still running");
+}
+
+#[test]
+fn dropping_a_pool_ends_its_threads_too() {
+    let token = Arc::new(());
+    let pool = {
+        let token = Arc::clone(&token);
+        ThreadPool::new(2, move |_: &Queue<u8>, _| {
+            let _ = &token;
+        })
+        .unwrap()
+    };
+    pool.add_task(1).unwrap();
+    drop(pool);
+    assert_eq!(Arc::strong_count(&token), 1);
+}
+
+#[test]
+fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
+    for threads in [1, 3] {
+        // Waited for on another thread, so that the bug this test is
+        // about fails the test instead of hanging the test run.
+        let (done, outcome) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let pool = ThreadPool::new(threads, |tasks: &Queue<u32>, n| {
+                if n == 7 {
+                    panic!("bad item {n}");
+                }
+                if n < 50 {
+                    let _ = tasks.put(n + 10);
+                }
+            })
+            .unwrap();
+            for n in 0..10 {
+                pool.add_task(n).unwrap();
+            }
+            let _ = done.send(pool.wait_completion().map_err(|e| e.to_string()));
+        });
+        let err = outcome
+            .recv_timeout(Duration::from_secs(30))
+            .expect("wait_completion hung after a panic")
+            .unwrap_err();
+        assert!(err.contains("bad item 7"), "{err}");
+    }
+}
+
+/// Every item blocks until `THREADS` of them run at once (or 10 s pass):
+/// the pool must run exactly `THREADS` items at a time, never more.
+#[test]
+fn the_pool_runs_as_many_items_at_once_as_it_has_threads_and_no_more() {
+    const THREADS: usize = 3;
+    #[derive(Default)]
+    struct Gauge {
+        counts: Mutex<(usize, usize)>, // (running now, most at once)
+        changed: Condvar,
+    }
+    let gauge = Arc::new(Gauge::default());
+    let pool = {
+        let gauge = Arc::clone(&gauge);
+        ThreadPool::new(THREADS, move |_: &Queue<u8>, _| {
+            let mut counts = gauge.counts.lock().unwrap();
+            counts.0 += 1;
+            counts.1 = counts.1.max(counts.0);
+            gauge.changed.notify_all();
+            let give_up = Instant::now() + Duration::from_secs(10);
+            while counts.1 < THREADS && Instant::now() < give_up {
+                counts = gauge
+                    .changed
+                    .wait_timeout(counts, Duration::from_millis(100))
+                    .unwrap()
+                    .0;
+            }
+            counts.0 -= 1;
+        })
+        .unwrap()
+    };
+    for i in 0..12 {
+        pool.add_task(i).unwrap();
+    }
+    pool.wait_completion().unwrap();
+    assert_eq!(gauge.counts.lock().unwrap().1, THREADS);
+}
+
+#[test]
+fn panic_messages_are_read_from_str_and_string_payloads() {
+    assert_eq!(panic_message(&"static"), "static");
+    assert_eq!(panic_message(&String::from("owned")), "owned");
+    assert_eq!(panic_message(&17_u8), "(a panic without a message)");
+}

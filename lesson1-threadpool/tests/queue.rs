@@ -1,0 +1,187 @@
+//! Tests of `src/queue.rs`, through its public API.
+
+use lesson1_threadpool::queue::*;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+#[test]
+fn items_come_out_in_the_order_they_went_in() {
+    let q = Queue::new();
+    for i in 0..5 {
+        q.put(i).unwrap();
+    }
+    assert_eq!(q.qsize(), 5);
+    let out: Vec<i32> = (0..5).map(|_| q.get().unwrap()).collect();
+    assert_eq!(out, [0, 1, 2, 3, 4]);
+    // Taken is not done: all five are still unfinished.
+    assert_eq!(q.unfinished_tasks(), 5);
+}
+
+#[test]
+fn join_on_a_queue_that_never_had_an_item_returns_at_once() {
+    let q: Queue<()> = Queue::new();
+    q.join();
+    assert_eq!(q.unfinished_tasks(), 0);
+}
+
+#[test]
+fn join_waits_for_task_done_not_for_an_empty_queue() {
+    let q = Arc::new(Queue::new());
+    let finished = Arc::new(AtomicBool::new(false));
+    q.put("page").unwrap();
+    let worker = {
+        let (q, finished) = (Arc::clone(&q), Arc::clone(&finished));
+        thread::spawn(move || {
+            let _item = q.get().unwrap();
+            // The queue is empty now, but the task is not done: a
+            // `join` that returned here would be the bug this tests.
+            thread::sleep(std::time::Duration::from_millis(50));
+            finished.store(true, Ordering::SeqCst);
+            q.task_done();
+        })
+    };
+    q.join();
+    assert!(finished.load(Ordering::SeqCst), "join returned early");
+    worker.join().unwrap();
+}
+
+#[test]
+fn get_sleeps_until_an_item_is_put() {
+    let q = Arc::new(Queue::new());
+    let taker = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || q.get())
+    };
+    q.put(42).unwrap();
+    assert_eq!(taker.join().unwrap(), Some(42));
+}
+
+#[test]
+fn shutdown_wakes_every_sleeping_get_with_none() {
+    let q: Arc<Queue<u8>> = Arc::new(Queue::new());
+    let takers: Vec<_> = (0..4)
+        .map(|_| {
+            let q = Arc::clone(&q);
+            thread::spawn(move || q.get())
+        })
+        .collect();
+    q.shutdown(false);
+    for taker in takers {
+        assert_eq!(taker.join().unwrap(), None);
+    }
+}
+
+#[test]
+fn shutdown_lets_queued_items_drain_and_refuses_new_ones() {
+    let q = Queue::new();
+    q.put(1).unwrap();
+    q.put(2).unwrap();
+    q.shutdown(false);
+    assert_eq!(q.put(3), Err(ShutDown));
+    assert_eq!(q.get(), Some(1));
+    assert_eq!(q.get(), Some(2));
+    assert_eq!(q.get(), None);
+    assert_eq!(q.unfinished_tasks(), 2);
+}
+
+#[test]
+fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() {
+    let q = Queue::new();
+    for i in 0..3 {
+        q.put(i).unwrap();
+    }
+    let running = q.get().unwrap();
+    assert_eq!(running, 0);
+    q.shutdown(true);
+    assert_eq!(q.qsize(), 0);
+    assert_eq!(q.unfinished_tasks(), 1, "only the taken item is left");
+    assert_eq!(q.get(), None);
+    q.task_done();
+    q.join();
+}
+
+#[test]
+#[should_panic(expected = "task_done() called more times")]
+fn task_done_without_an_item_is_a_bug() {
+    let q: Queue<()> = Queue::new();
+    q.task_done();
+}
+
+#[test]
+fn many_producers_and_consumers_lose_and_duplicate_nothing() {
+    const PRODUCERS: usize = 8;
+    const PER_PRODUCER: usize = 2_000;
+    const CONSUMERS: usize = 6;
+    let q = Arc::new(Queue::new());
+    let consumers: Vec<_> = (0..CONSUMERS)
+        .map(|_| {
+            let q = Arc::clone(&q);
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                while let Some(item) = q.get() {
+                    got.push(item);
+                    q.task_done();
+                }
+                got
+            })
+        })
+        .collect();
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let q = Arc::clone(&q);
+            thread::spawn(move || {
+                for i in 0..PER_PRODUCER {
+                    q.put(p * PER_PRODUCER + i).unwrap();
+                }
+            })
+        })
+        .collect();
+    for producer in producers {
+        producer.join().unwrap();
+    }
+    q.join();
+    q.shutdown(false);
+    let mut seen = HashSet::new();
+    for consumer in consumers {
+        for item in consumer.join().unwrap() {
+            assert!(seen.insert(item), "item {item} came out twice");
+        }
+    }
+    assert_eq!(seen.len(), PRODUCERS * PER_PRODUCER);
+    assert_eq!(q.unfinished_tasks(), 0);
+}
+
+/// Workers that put new items before marking their own done, as the
+/// crawler does with links: `join` must wait for the whole tree, though
+/// the queue runs empty many times along the way.
+#[test]
+fn join_waits_for_work_that_creates_more_work() {
+    const DEPTH: u32 = 11;
+    let q = Arc::new(Queue::new());
+    let handled = Arc::new(AtomicUsize::new(0));
+    q.put(DEPTH).unwrap();
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (q, handled) = (Arc::clone(&q), Arc::clone(&handled));
+            thread::spawn(move || {
+                while let Some(depth) = q.get() {
+                    if depth > 0 {
+                        q.put(depth - 1).unwrap();
+                        q.put(depth - 1).unwrap();
+                    }
+                    handled.fetch_add(1, Ordering::SeqCst);
+                    q.task_done();
+                }
+            })
+        })
+        .collect();
+    q.join();
+    // A binary tree of depth 11 has 2^12 - 1 nodes.
+    assert_eq!(handled.load(Ordering::SeqCst), (1 << (DEPTH + 1)) - 1);
+    q.shutdown(false);
+    for worker in workers {
+        worker.join().unwrap();
+    }
+}

@@ -1,0 +1,73 @@
+//! Tests of `src/busy_loop.rs`, through its public API.
+
+use lesson2_callbacks::busy_loop::*;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::net::TcpListener;
+use std::thread;
+use std::time::Duration;
+use std::time::Instant;
+
+const REQUEST: &[u8] = b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n";
+
+/// A server that reads the request, thinks for `think`, answers and closes.
+fn slow_server(think: Duration) -> (SocketAddr, thread::JoinHandle<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 256];
+        while !request.ends_with(b"\r\n\r\n") {
+            let n = conn.read(&mut buf).unwrap();
+            assert!(n > 0, "client closed early");
+            request.extend_from_slice(&buf[..n]);
+        }
+        thread::sleep(think);
+        conn.write_all(b"HTTP/1.0 200 OK\r\n\r\nhello").unwrap();
+        request
+    });
+    (addr, handle)
+}
+
+#[test]
+fn spinning_gets_the_response_but_burns_a_spin_per_wasted_check() {
+    let (addr, server) = slow_server(Duration::from_millis(300));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let spun = fetch_by_spinning(addr, REQUEST, deadline).unwrap();
+    assert_eq!(server.join().unwrap(), REQUEST);
+    assert_eq!(spun.response, b"HTTP/1.0 200 OK\r\n\r\nhello");
+    // While the server thought, every read answered "not yet". How many
+    // depends on the machine: on an idle one, hundreds of thousands in
+    // those 300 ms. Only a thread kept off the CPU for the whole 300 ms
+    // between its last write and its first read could see none.
+    assert!(spun.read_spins > 0, "{spun:?}");
+    println!(
+        "connect spins: {}, write spins: {}, read spins: {}",
+        spun.connect_spins, spun.write_spins, spun.read_spins
+    );
+}
+
+#[test]
+fn a_refused_connection_is_an_error_not_an_endless_spin() {
+    // A port that was just free: nothing listens there.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+}
+
+#[test]
+fn a_server_that_never_answers_ends_at_the_deadline() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let deadline = Instant::now() + Duration::from_millis(50);
+    // The kernel completes the handshake from the listen backlog, so the
+    // connect and the write succeed; no answer ever comes.
+    let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    drop(listener);
+}

@@ -1,0 +1,219 @@
+//! Tests of `src/fetch.rs`, through its public API.
+
+use lesson2_callbacks::event_loop::EventLoop;
+use lesson2_callbacks::fetch::*;
+use shared::http::{Limits, Response};
+use shared::net::Resolver;
+use shared::{FailKind, FetchError};
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::net::{TcpListener, TcpStream as StdStream};
+use std::rc::Rc;
+use std::thread;
+use std::time::Duration;
+use url::Url;
+
+/// A server on `127.0.0.1:0` that runs `serve` on its first connection.
+fn server(serve: impl FnOnce(StdStream) + Send + 'static) -> (SocketAddr, thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        serve(conn);
+    });
+    (addr, handle)
+}
+
+/// Read a request up to its blank line.
+fn read_request(conn: &mut StdStream) -> Vec<u8> {
+    let mut request = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    while !request.ends_with(b"\r\n\r\n") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "client closed before the end of its request");
+        request.extend_from_slice(&buf[..n]);
+    }
+    request
+}
+
+/// A fetcher for `url` whose `done` stores what it was told.
+fn fetcher(url: &str, timeout: Duration) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Option<Fetched>>>) {
+    let outcome = Rc::new(RefCell::new(None));
+    let store = Rc::clone(&outcome);
+    let fetcher = Fetcher::new(
+        Url::parse(url).unwrap(),
+        Rc::new(Resolver::new()),
+        Rc::new(InFlight::default()),
+        timeout,
+        Limits::default(),
+        move |_, fetched| *store.borrow_mut() = Some(fetched),
+    );
+    (fetcher, outcome)
+}
+
+/// Run one fetch to its end; the loop must then be empty: socket
+/// unregistered, timer cancelled, fetcher freed.
+fn fetch_one(url: &str, timeout: Duration) -> Fetched {
+    let mut event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher(url, timeout);
+    fetcher.borrow_mut().fetch(&mut event_loop);
+    // From here on only the loop's callbacks keep the fetcher alive.
+    let weak = Rc::downgrade(&fetcher);
+    drop(fetcher);
+    event_loop.run().unwrap();
+    assert!(!event_loop.has_work(), "{event_loop:?}");
+    assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");
+    outcome.take().expect("done was called")
+}
+
+fn response(fetched: Fetched) -> Response {
+    match fetched {
+        Fetched::Done(Ok(response)) => response,
+        other => panic!("expected a response, got {other:?}"),
+    }
+}
+
+fn error(fetched: Fetched) -> FetchError {
+    match fetched {
+        Fetched::Done(Err(err)) => err,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_response_in_many_small_pieces_is_read_across_many_events() {
+    let (addr, server) = server(|mut conn| {
+        read_request(&mut conn);
+        for piece in [
+            "HTTP/1.0 200 OK\r\n",
+            "Content-Type: text/html\r\n",
+            "\r\n",
+            "he",
+            "llo",
+        ] {
+            conn.write_all(piece.as_bytes()).unwrap();
+            conn.flush().unwrap();
+            thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let response = response(fetch_one(
+        &format!("http://{addr}/"),
+        Duration::from_secs(10),
+    ));
+    server.join().unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, b"hello");
+}
+
+#[test]
+fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
+    // 16 MiB cannot fit in loopback's send and receive buffers together,
+    // so some write must answer `WouldBlock` and `send_request` must
+    // carry on when the server has read some.
+    let path = "a".repeat(16 << 20);
+    let (addr, server) = server(|mut conn| {
+        thread::sleep(Duration::from_millis(50));
+        let request = read_request(&mut conn);
+        conn.write_all(b"HTTP/1.0 200 OK\r\n\r\n").unwrap();
+        assert!(request.len() > 16 << 20);
+    });
+    let url = format!("http://{addr}/{path}");
+    let response = response(fetch_one(&url, Duration::from_secs(30)));
+    server.join().unwrap();
+    assert_eq!(response.status, 200);
+}
+
+#[test]
+fn a_refused_address_is_skipped_for_the_next() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (addr, server) = server(|mut conn| {
+        read_request(&mut conn);
+        conn.write_all(b"HTTP/1.0 204 No Content\r\n\r\n").unwrap();
+    });
+    let mut event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher(&format!("http://{addr}/"), Duration::from_secs(10));
+    // As if the host had resolved to two addresses, the first one dead.
+    fetcher
+        .borrow_mut()
+        .connect_any(&mut event_loop, vec![closed, addr]);
+    drop(fetcher);
+    event_loop.run().unwrap();
+    server.join().unwrap();
+    assert_eq!(response(outcome.take().unwrap()).status, 204);
+}
+
+#[test]
+fn when_every_address_refuses_it_is_a_connect_error() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = error(fetch_one(
+        &format!("http://{closed}/"),
+        Duration::from_secs(10),
+    ));
+    assert_eq!(err.kind, FailKind::Connect);
+    // All a callback knows is its own step: no URL, no "while connecting".
+    assert_eq!(err.message, "connection refused");
+}
+
+#[test]
+fn a_silent_server_times_out_and_its_socket_is_closed() {
+    let (addr, server) = server(|mut conn| {
+        read_request(&mut conn);
+        // Never answer; the client's close shows up as end of stream.
+        let mut rest = Vec::new();
+        conn.read_to_end(&mut rest).unwrap();
+    });
+    let err = error(fetch_one(
+        &format!("http://{addr}/"),
+        Duration::from_millis(200),
+    ));
+    assert_eq!(err.kind, FailKind::Timeout);
+    // Joins only because the fetcher closed its socket.
+    server.join().unwrap();
+}
+
+#[test]
+fn a_connection_closed_mid_response_is_an_error_for_the_url() {
+    let (addr, server) = server(|mut conn| {
+        read_request(&mut conn);
+        conn.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+            .unwrap();
+    });
+    let err = error(fetch_one(
+        &format!("http://{addr}/"),
+        Duration::from_secs(10),
+    ));
+    server.join().unwrap();
+    assert_eq!(err.kind, FailKind::Reset);
+}
+
+#[test]
+fn done_runs_on_the_next_turn_never_inside_fetch() {
+    let mut event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher("https://127.0.0.1/", Duration::from_secs(10));
+    fetcher.borrow_mut().fetch(&mut event_loop);
+    // The fetch has already failed (no TLS), but the caller of `fetch`
+    // has not been called back from inside it.
+    assert!(outcome.borrow().is_none());
+    event_loop.run_once().unwrap();
+    assert_eq!(error(outcome.take().unwrap()).kind, FailKind::Unsupported);
+}
+
+#[test]
+fn in_flight_counts_the_peak_not_the_total() {
+    let in_flight = Rc::new(InFlight::default());
+    {
+        let _a = in_flight.start();
+        let _b = in_flight.start();
+        assert_eq!(in_flight.now(), 2);
+    }
+    let _c = in_flight.start();
+    assert_eq!(in_flight.now(), 1);
+    assert_eq!(in_flight.peak(), 2);
+}
