@@ -33,8 +33,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use lesson3_generators::event_loop::EventLoop;
-use lesson3_generators::fetch::{self, Fetcher, InFlight, Socket};
+use lesson3_generators::fetch::{self, Fetcher, InFlight};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;
+use lesson3_generators::sleep::sleep;
+use lesson3_generators::socket::Socket;
 use shared::http::{Limits, ResponseParser};
 use shared::net::Resolver;
 
@@ -53,42 +55,45 @@ fn coroutine_sizes() -> anyhow::Result<()> {
         Limits::default(),
     );
     let addr = SocketAddr::from(([127, 0, 0, 1], 80));
-    // A socket to hand the sub-coroutines (they are not run).
+    // A socket to hand the sub-coroutines (they are not run). It registers
+    // with the running loop, so it is made inside one.
     let listener = TcpListener::bind("127.0.0.1:0")?;
-    let stream = mio::net::TcpStream::connect(listener.local_addr()?)?;
-    let mut sock = Socket::new(&event_loop, stream);
+    let target = listener.local_addr()?;
+    let made = Rc::new(std::cell::RefCell::new(None));
+    let out = Rc::clone(&made);
+    event_loop.run_until_complete(async move {
+        *out.borrow_mut() = Some(Socket::start_connect(target));
+    })?;
+    let Some(made) = made.take() else {
+        anyhow::bail!("the socket was not made");
+    };
+    let mut sock = made?;
 
     println!("| future | bytes |");
     println!("|---|---:|");
     let row = |name: &str, bytes: usize| println!("| `{name}` | {bytes} |");
+    row("fetcher.fetch()", size_of_val(&fetcher.fetch()));
     row(
-        "fetcher.fetch(&event_loop)",
-        size_of_val(&fetcher.fetch(&event_loop)),
+        "fetch_by_hand(&fetcher)",
+        size_of_val(&fetch_by_hand(&fetcher)),
     );
     row(
-        "fetch_by_hand(&fetcher, &event_loop)",
-        size_of_val(&fetch_by_hand(&fetcher, &event_loop)),
+        "connect_any(&addrs)",
+        size_of_val(&fetch::connect_any(&[addr])),
     );
     row(
-        "connect_any(&event_loop, &addrs)",
-        size_of_val(&fetch::connect_any(&event_loop, &[addr])),
+        "Socket::connect(&addr)",
+        size_of_val(&Socket::connect(&addr)),
     );
-    row(
-        "connect(&event_loop, addr)",
-        size_of_val(&fetch::connect(&event_loop, addr)),
-    );
-    row(
-        "send_all(&mut sock, request)",
-        size_of_val(&fetch::send_all(&mut sock, b"")),
-    );
-    row("read(&mut sock)", size_of_val(&fetch::read(&mut sock)));
+    row("sock.write_all(request)", size_of_val(&sock.write_all(b"")));
+    row("sock.read()", size_of_val(&sock.read()));
     row(
         "read_all(&mut sock, limits)",
         size_of_val(&fetch::read_all(&mut sock, Limits::default())),
     );
     row(
-        "event_loop.sleep(timeout)",
-        size_of_val(&event_loop.sleep(Duration::from_secs(1))),
+        "sleep(timeout)",
+        size_of_val(&sleep(Duration::from_secs(1))),
     );
     row(
         "ResponseParser (inside read_all)",

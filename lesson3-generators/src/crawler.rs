@@ -11,7 +11,7 @@
 //! Here [`Crawler::fetch`] creates a *task* whose coroutine is two lines:
 //!
 //! ```text
-//! let fetched = fetcher.fetch(&event_loop).await;
+//! let fetched = fetcher.fetch().await;
 //! crawler.borrow_mut().fetched(&event_loop, url, fetched);
 //! ```
 //!
@@ -125,7 +125,7 @@ impl Crawler {
     /// Queue `url` and start fetching it — or, when the socket budget is
     /// spent, put it in line. Returns at once: the tutorial's
     /// `Task(Fetcher(url).fetch())`.
-    pub fn fetch(&mut self, event_loop: &Rc<EventLoop>, url: Url) {
+    pub fn fetch(&mut self, event_loop: &EventLoop, url: Url) {
         self.urls_todo.insert(url.clone());
         if self.started < self.socket_budget && self.waiting.is_empty() {
             self.start_fetcher(event_loop, url);
@@ -136,7 +136,7 @@ impl Crawler {
 
     /// Make a `Fetcher` for `url` and a task that runs its `fetch`, then
     /// [`Crawler::fetched`] with the result.
-    fn start_fetcher(&mut self, event_loop: &Rc<EventLoop>, url: Url) {
+    fn start_fetcher(&mut self, event_loop: &EventLoop, url: Url) {
         // `crawl` holds the crawler's `Rc` until the loop has ended, so this
         // always succeeds while tasks can run.
         let Some(crawler) = self.this.upgrade() else {
@@ -150,11 +150,11 @@ impl Crawler {
             self.timeout,
             self.limits,
         );
-        let task_loop = Rc::clone(event_loop);
+        let task_loop = event_loop.clone();
         // The task holds the fetcher, the crawler and the loop until its
         // coroutine returns; its first step runs on the loop's next turn.
         event_loop.create_task(async move {
-            let fetched = fetcher.fetch(&task_loop).await;
+            let fetched = fetcher.fetch().await;
             // Borrowed for this one step only, never across an `.await`.
             crawler.borrow_mut().fetched(&task_loop, url, fetched);
         });
@@ -162,7 +162,7 @@ impl Crawler {
 
     /// A socket was closed: start as many waiting URLs as the budget now
     /// allows.
-    fn fetch_waiting(&mut self, event_loop: &Rc<EventLoop>) {
+    fn fetch_waiting(&mut self, event_loop: &EventLoop) {
         let free = self.socket_budget.saturating_sub(self.started);
         for _ in 0..free {
             let Some(url) = self.waiting.pop_front() else {
@@ -178,7 +178,7 @@ impl Crawler {
     /// the fetch's task after its `fetch().await`. Find the links, start a
     /// fetch for each new one, record the URL's line — and stop the loop
     /// when nothing is left to do.
-    fn fetched(&mut self, event_loop: &Rc<EventLoop>, url: Url, fetched: Fetched) {
+    fn fetched(&mut self, event_loop: &EventLoop, url: Url, fetched: Fetched) {
         self.started -= 1;
         let stat = match fetched {
             // No descriptor for its socket. Others are in flight, and each
@@ -234,7 +234,7 @@ impl Crawler {
     // ANCHOR: add_urls
     /// Mark each of `urls` seen and start fetching it, unless it was seen
     /// before. Says, for each, whether it was new: the page's `num_new_urls`.
-    fn add_urls(&mut self, event_loop: &Rc<EventLoop>, urls: &[Url]) -> Vec<bool> {
+    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url]) -> Vec<bool> {
         urls.iter()
             .map(|url| {
                 // No lock: no other task can run until this one reaches its

@@ -1,465 +1,693 @@
-//! # The event loop: readiness events in, tasks stepped
+//! # The event loop: lesson 2's loop, now running tasks
 //!
-//! Lesson 2's loop turned readiness events into callbacks, and a fetch was
-//! a chain of callbacks. Here the loop does the same job with one change in
-//! who it calls back: a readiness callback no longer *is* the next step of a
-//! fetch, it only resolves a `Future` (`future.rs`); the future wakes the
-//! `Task` (`task.rs`) whose coroutine waits on it; and the loop steps the
-//! woken tasks. The tutorial's loop did not change at all between its
-//! callback and coroutine crawlers:
-//!
-//! ```text
-//! while not stopped:
-//!     events = selector.select()
-//!     for event_key, event_mask in events:
-//!         callback = event_key.data
-//!         callback()
-//! ```
-//!
-//! because there `set_result` runs `Task.step` directly from inside the
-//! callback. Ours steps tasks from a queue instead, on the loop's turn
-//! ([`EventLoop::run_once`]): a waker only pushes a task id (see `task.rs`
-//! for why), and the loop owns the tasks and finds them by id.
+//! Lesson 2's loop ran callbacks from three places: sockets that became
+//! ready, timers that came due, and the ready queue of `call_soon`. This
+//! loop is the same loop with the same three sources, written the way
+//! asyncio writes it. What is new is one kind of callback: **a task's
+//! step**. A coroutine that waits on a socket installs a callback that
+//! resolves a `Future` (`socket.rs`); the future wakes the `Task`
+//! (`task.rs`) whose coroutine awaits it; and waking a task is
+//! `call_soon(step)`: its next step is one more callback in the ready queue.
+//! The tutorial's loop did not change at all between its callback and its
+//! coroutine crawlers, and ours barely does.
 //!
 //! What changed since lesson 2:
 //!
-//! - **The loop is shared.** A suspended coroutine must be able to register
-//!   its socket and start a timer when it is resumed, so it holds an
-//!   `Rc<EventLoop>`, and every method takes `&self`. The fields that change
-//!   sit in `Cell`s and `RefCell`s, each borrowed only for the length of one
-//!   method and never while a callback or a task runs.
+//! - **The loop is shared.** A suspended coroutine must be able to wait on
+//!   its socket and start a timer when it is resumed, so every coroutine,
+//!   socket and future holds a handle to the loop ([`EventLoop`] is a
+//!   cheap `Rc`), and every method takes `&self`. What changes sits in
+//!   `Cell`s and `RefCell`s, each borrowed for the length of one method and
+//!   never while a callback runs.
 //! - **Callbacks take no arguments.** In lesson 2 a callback got the loop
 //!   because it *was* the fetch and had to drive it; here it resolves a
-//!   future and the coroutine does the rest.
-//! - **`call_soon` became the ready queue of tasks.** [`EventLoop::create_task`]
-//!   schedules a new task's first step; a waker schedules the next.
-//! - **Timers can be awaited**: [`EventLoop::sleep`] is a future resolved by
-//!   a timer, which cancels its timer when dropped. Racing it against a fetch
-//!   is the fetch's deadline.
+//!   future, and the coroutine does the rest. Code that needs the loop asks
+//!   for the one running: [`get_running_loop`], asyncio's name.
+//! - **asyncio's calls for sockets.** A socket is registered once
+//!   ([`EventLoop::register`]); then [`EventLoop::add_reader`] says what to
+//!   call while it is readable, until [`EventLoop::remove_reader`] (and the
+//!   same for writers). Lesson 2 re-registered its socket at every step.
+//! - **Tasks.** [`EventLoop::create_task`] wraps a coroutine in a task and
+//!   schedules its first step. A waker must be `Send`, so it cannot hold the
+//!   task itself: the loop keeps a table from task ids to tasks, and a
+//!   waker holds an id.
 //!
 //! The selector is still `mio::Poll` (`epoll` on Linux), still
 //! edge-triggered: whoever waits for readiness must first have read or
-//! written until `WouldBlock` (see `fetch.rs`).
+//! written until `WouldBlock` (see `socket.rs`).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll as TaskPoll};
+use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::event::Source;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 
 use crate::future::Future;
-use crate::task::{ReadyQueue, Task, TaskId};
+use crate::task::{Step, Task, TaskId};
 
-/// What runs when a registered socket becomes ready. It may run many times
-/// (every readiness event), hence `FnMut`. In this lesson it only resolves a
-/// future, so it needs nothing from the loop.
-pub type Callback = Box<dyn FnMut()>;
-
-/// What runs once: a timer's callback.
+/// A scheduled callback: asyncio's `Handle`. `call_soon` and the timers of
+/// `call_later` make one, and it runs once.
 pub type Handle = Box<dyn FnOnce()>;
 
-/// Names one pending timer, so it can be cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// What runs while a socket is ready: asyncio's reader (or writer). It may
+/// run many times, and the loop calls it through a clone of the `Rc`, so
+/// the table of sockets is not borrowed while it runs.
+pub type Callback = Rc<dyn Fn()>;
+
+/// A callback scheduled for a deadline: asyncio's `TimerHandle`.
+/// Cancelling it removes it from the loop's timers at once, so a crawl that
+/// sets and cancels a deadline per fetch does not pile up dead timers.
+#[derive(Debug)]
 pub struct TimerHandle {
-    /// When the timer is due.
-    when: Instant,
-    /// Breaks ties between timers due at the same instant: the one started
-    /// first runs first.
-    seq: u64,
+    /// The timer's key in the loop's `timers`.
+    key: TimerKey,
+    /// The loop, to remove the timer from. Weak: a timer must not keep a
+    /// closed loop alive.
+    event_loop: Weak<LoopInner>,
 }
 
-/// A single-threaded event loop over `mio::Poll` that steps tasks. Shared as
-/// an `Rc<EventLoop>` by every coroutine running on it.
-pub struct EventLoop {
-    /// The selector: `epoll` here. Sockets are registered with it under a
-    /// [`Token`], and it hands back the tokens of sockets that became ready.
-    /// Borrowed mutably only inside `poll`, when nothing else runs.
-    poll: RefCell<Poll>,
-    /// Reused buffer for the readiness events of one `poll` call.
-    events: RefCell<Events>,
-    /// Token → the callback registered for that socket (the tutorial's
-    /// `event_key.data`). The slot is `None` while its callback is running
-    /// (it has been taken out so that the map is not borrowed meanwhile).
-    callbacks: RefCell<HashMap<Token, Option<Callback>>>,
-    /// The next token to hand out. Tokens are never reused: an event for a
-    /// socket unregistered earlier in the same batch then finds no callback,
-    /// instead of waking whatever socket was registered under its old token.
-    next_token: Cell<usize>,
-    /// Tasks woken and waiting for their next step, by id, in order: what
-    /// every task's waker pushes onto (lesson 2's `call_soon` queue).
-    ready: ReadyQueue,
-    /// Every unfinished task, by id. A task is taken out while it is
-    /// stepped, so the table is never borrowed while a coroutine runs (and
-    /// creates tasks of its own).
-    tasks: RefCell<HashMap<TaskId, Task>>,
-    /// The id of the next task.
-    next_task: Cell<usize>,
-    /// Pending timers ordered by due time, then by the order they were
-    /// started, so the first due is always the first entry.
-    timers: RefCell<BTreeMap<TimerHandle, Handle>>,
-    /// The `seq` of the next timer.
-    next_timer: Cell<u64>,
-    /// Set by [`EventLoop::stop`]: the tutorial's `stopped` flag.
-    stopped: Cell<bool>,
+impl TimerHandle {
+    /// Do not run this callback; forget the timer.
+    pub fn cancel(&self) {
+        if let Some(inner) = self.event_loop.upgrade() {
+            let removed = inner.timers.borrow_mut().remove(&self.key);
+            drop(removed);
+        }
+    }
+
+    /// When the callback is due.
+    pub fn when(&self) -> Instant {
+        self.key.0
+    }
 }
+
+/// A timer's key in the loop's `timers`: its deadline, then a sequence
+/// number so that two timers with the same deadline stay distinct.
+type TimerKey = (Instant, u64);
+
+/// What the loop knows about one registered socket.
+#[derive(Default)]
+struct IoSlot {
+    /// Is this token handed out? (Free slots are reused.)
+    in_use: bool,
+    /// `add_reader`'s callback, called on every readable (or closed, or
+    /// error) event until removed.
+    reader: Option<Callback>,
+    /// `add_writer`'s callback, called on every writable (or error) event.
+    writer: Option<Callback>,
+}
+
+/// The token of the loop's own cross-thread wake-up (see [`Remote`]).
+const REMOTE_TOKEN: Token = Token(usize::MAX);
+
+/// How another thread asks this loop to step a task: asyncio's
+/// `call_soon_threadsafe`. A `Waker` is `Send`, so the type system lets it
+/// travel; the course never sends one elsewhere, but the loop must not lose
+/// a wake-up if it happens.
+pub(crate) struct Remote {
+    /// Tasks woken from outside the running loop.
+    woken: Mutex<Vec<TaskId>>,
+    /// Interrupts the loop's `poll`.
+    waker: mio::Waker,
+}
+
+impl Remote {
+    pub(crate) fn wake(&self, task: TaskId) {
+        let was_empty = match self.woken.lock() {
+            Ok(mut woken) => {
+                woken.push(task);
+                woken.len() == 1
+            }
+            Err(_) => return,
+        };
+        // One interrupt per batch is enough: the loop drains the whole list.
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// Numbers loops, so a waker can tell whether the running loop is its own.
+static NEXT_LOOP_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The loop running on this thread: asyncio's `get_running_loop()`.
+    static RUNNING_LOOP: RefCell<Option<EventLoop>> = const { RefCell::new(None) };
+}
+
+/// The loop running on this thread, if one is.
+pub fn try_get_running_loop() -> Option<EventLoop> {
+    RUNNING_LOOP.with(|running| running.borrow().clone())
+}
+
+/// The loop running on this thread. Like asyncio's, this is only for code
+/// that runs *inside* the loop (coroutines, callbacks): calling it elsewhere
+/// is a programming error, and it panics with asyncio's message.
+pub fn get_running_loop() -> EventLoop {
+    try_get_running_loop().expect("no running event loop")
+}
+
+/// The event loop. A cheap handle (`Rc`): futures, tasks and sockets each
+/// keep one, as asyncio objects keep their `_loop`.
+#[derive(Clone)]
+pub struct EventLoop {
+    /// Shared by every handle to the loop.
+    inner: Rc<LoopInner>,
+}
+
+struct LoopInner {
+    /// This loop's number (see [`NEXT_LOOP_ID`]).
+    id: u64,
+    /// Callbacks to run on the next turn, in the order they were scheduled.
+    ready: RefCell<VecDeque<Handle>>,
+    /// Timers by (deadline, sequence number). A `BTreeMap` rather than a heap
+    /// so that `TimerHandle::cancel` can remove its entry right away.
+    timers: RefCell<BTreeMap<TimerKey, Handle>>,
+    /// The next timer sequence number.
+    timer_seq: Cell<u64>,
+    /// The selector. Borrowed only inside `run_once`'s wait.
+    poll: RefCell<Poll>,
+    /// A handle to the selector's registry, so sockets can be registered from
+    /// callbacks while no one holds `poll`.
+    registry: Registry,
+    /// The buffer `poll` fills with events; kept to avoid an allocation per turn.
+    events: RefCell<Events>,
+    /// Registered sockets, indexed by their `mio::Token`.
+    io: RefCell<Vec<IoSlot>>,
+    /// Tokens of freed slots, reused before the table grows.
+    free_tokens: RefCell<Vec<usize>>,
+    /// Tasks that are not finished, by id: what a waker (which may only hold
+    /// `Send` data, so an id) finds its task through.
+    tasks: RefCell<HashMap<TaskId, Rc<dyn Step>>>,
+    /// The next task id. Never reused, so a stale waker cannot step a new task.
+    next_task_id: Cell<TaskId>,
+    /// Wake-ups from other threads.
+    remote: Arc<Remote>,
+    /// `stop()` was called: finish this turn, then leave `run_forever`.
+    stopping: Cell<bool>,
+    /// Is `run_forever` running?
+    running: Cell<bool>,
+    /// `close()` was called: nothing may be scheduled any more.
+    closed: Cell<bool>,
+}
+
+/// How many readiness events one `poll` may return.
+const EVENTS_CAPACITY: usize = 1024;
 
 impl EventLoop {
-    /// A loop with nothing registered, ready to be shared.
-    pub fn new() -> io::Result<Rc<EventLoop>> {
-        Ok(Rc::new(EventLoop {
-            poll: RefCell::new(Poll::new()?),
-            events: RefCell::new(Events::with_capacity(1024)),
-            callbacks: RefCell::new(HashMap::new()),
-            next_token: Cell::new(0),
-            ready: ReadyQueue::new(),
-            tasks: RefCell::new(HashMap::new()),
-            next_task: Cell::new(0),
-            timers: RefCell::new(BTreeMap::new()),
-            next_timer: Cell::new(0),
-            stopped: Cell::new(false),
-        }))
+    /// A loop with nothing registered.
+    pub fn new() -> io::Result<EventLoop> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = mio::Waker::new(poll.registry(), REMOTE_TOKEN)?;
+        Ok(EventLoop {
+            inner: Rc::new(LoopInner {
+                id: NEXT_LOOP_ID.fetch_add(1, Ordering::Relaxed),
+                ready: RefCell::new(VecDeque::new()),
+                timers: RefCell::new(BTreeMap::new()),
+                timer_seq: Cell::new(0),
+                poll: RefCell::new(poll),
+                registry,
+                events: RefCell::new(Events::with_capacity(EVENTS_CAPACITY)),
+                io: RefCell::new(Vec::new()),
+                free_tokens: RefCell::new(Vec::new()),
+                tasks: RefCell::new(HashMap::new()),
+                next_task_id: Cell::new(1),
+                remote: Arc::new(Remote {
+                    woken: Mutex::new(Vec::new()),
+                    waker,
+                }),
+                stopping: Cell::new(false),
+                running: Cell::new(false),
+                closed: Cell::new(false),
+            }),
+        })
     }
 
-    // ANCHOR: register
-    /// Watch `source` for `interest` (readable or writable) and call
-    /// `callback` each time it becomes ready: `selector.register(fd, events,
-    /// callback)`. The returned token names this registration.
-    pub fn register<S, F>(
-        &self,
-        source: &mut S,
-        interest: Interest,
-        callback: F,
-    ) -> io::Result<Token>
-    where
-        S: Source + ?Sized,
-        F: FnMut() + 'static,
-    {
-        let token = Token(self.next_token.get());
-        self.next_token.set(token.0 + 1);
-        self.poll
-            .borrow()
-            .registry()
-            .register(source, token, interest)?;
-        self.callbacks
-            .borrow_mut()
-            .insert(token, Some(Box::new(callback)));
-        Ok(token)
+    /// The loop's current time.
+    pub fn time(&self) -> Instant {
+        Instant::now()
     }
 
-    /// Change what a registered socket waits for and what runs when it is
-    /// ready: `selector.modify(fd, events, callback)`. A coroutine calls this
-    /// each time it waits, with a callback that resolves a new future.
+    // ANCHOR: call_soon
+    /// Schedule `callback` to run on the next turn of the loop, after the
+    /// callbacks already scheduled.
+    pub fn call_soon(&self, callback: impl FnOnce() + 'static) {
+        // A closed loop never runs anything again; keeping the callback would
+        // only keep what it captured alive.
+        if !self.inner.closed.get() {
+            self.inner.ready.borrow_mut().push_back(Box::new(callback));
+        }
+    }
+    // ANCHOR_END: call_soon
+
+    // ANCHOR: call_later
+    /// Schedule `callback` to run `delay` from now.
+    pub fn call_later(&self, delay: Duration, callback: impl FnOnce() + 'static) -> TimerHandle {
+        self.call_at(self.time() + delay, callback)
+    }
+
+    /// Schedule `callback` to run at `when`. Timers due at the same instant
+    /// run in the order they were started.
+    pub fn call_at(&self, when: Instant, callback: impl FnOnce() + 'static) -> TimerHandle {
+        TimerHandle {
+            key: self.add_timer(when, Box::new(callback)),
+            event_loop: Rc::downgrade(&self.inner),
+        }
+    }
+    // ANCHOR_END: call_later
+
+    /// Enter a timer under a fresh key (a closed loop keeps none).
+    fn add_timer(&self, when: Instant, callback: Handle) -> TimerKey {
+        let seq = self.inner.timer_seq.get();
+        self.inner.timer_seq.set(seq + 1);
+        let key = (when, seq);
+        if !self.inner.closed.get() {
+            self.inner.timers.borrow_mut().insert(key, callback);
+        }
+        key
+    }
+
+    /// Register a socket with the loop's selector, for both directions, once
+    /// for its whole life. Readiness is then routed to whatever reader or
+    /// writer callback is installed at the time.
     ///
-    /// Re-arming with `epoll_ctl(MOD)` also reports readiness that is already
-    /// there, so a response that arrived before the switch is not missed.
-    pub fn modify<S, F>(
-        &self,
-        source: &mut S,
-        token: Token,
-        interest: Interest,
-        callback: F,
-    ) -> io::Result<()>
-    where
-        S: Source + ?Sized,
-        F: FnMut() + 'static,
-    {
-        self.poll
-            .borrow()
-            .registry()
-            .reregister(source, token, interest)?;
-        // If this runs inside the callback being replaced, its slot is empty
-        // now; filling it tells `dispatch` not to put the old one back. The
-        // old callback is dropped once the map is no longer borrowed.
-        let old = self
-            .callbacks
-            .borrow_mut()
-            .insert(token, Some(Box::new(callback)));
-        drop(old);
+    /// `mio` is edge-triggered: it reports a socket when it *becomes* ready,
+    /// not while it stays ready. So a woken reader only means "try now";
+    /// the socket code always tries the operation first and waits only after
+    /// the system said `WouldBlock` — then the next edge is sure to come.
+    pub fn register(&self, source: &mut impl Source) -> io::Result<Token> {
+        if self.inner.closed.get() {
+            return Err(io::Error::other("the event loop is closed"));
+        }
+        let index = {
+            let mut io = self.inner.io.borrow_mut();
+            match self.inner.free_tokens.borrow_mut().pop() {
+                Some(index) => index,
+                None => {
+                    io.push(IoSlot::default());
+                    io.len() - 1
+                }
+            }
+        };
+        let token = Token(index);
+        match self
+            .inner
+            .registry
+            .register(source, token, Interest::READABLE | Interest::WRITABLE)
+        {
+            Ok(()) => {
+                self.inner.io.borrow_mut()[index].in_use = true;
+                Ok(token)
+            }
+            Err(err) => {
+                self.inner.free_tokens.borrow_mut().push(index);
+                Err(err)
+            }
+        }
+    }
+
+    /// Forget a socket: remove it from the selector and drop its callbacks.
+    pub fn deregister(&self, source: &mut impl Source, token: Token) {
+        // The socket is about to be closed; a failure here changes nothing.
+        let _ = self.inner.registry.deregister(source);
+        let wakers = {
+            let mut io = self.inner.io.borrow_mut();
+            match io.get_mut(token.0) {
+                Some(slot) if slot.in_use => {
+                    slot.in_use = false;
+                    (slot.reader.take(), slot.writer.take())
+                }
+                _ => return,
+            }
+        };
+        self.inner.free_tokens.borrow_mut().push(token.0);
+        // Dropped outside the borrow, like every callback.
+        drop(wakers);
+    }
+
+    // ANCHOR: add_reader
+    /// Call `callback` whenever the socket `token` becomes readable (or is
+    /// closed, or fails), until [`EventLoop::remove_reader`]: asyncio's
+    /// `add_reader(fd, callback)`. Replaces any reader already installed.
+    pub fn add_reader(&self, token: Token, callback: impl Fn() + 'static) -> io::Result<()> {
+        self.replace_callback(token, Direction::Read, Some(Rc::new(callback)))?;
         Ok(())
     }
 
-    /// Stop watching `source`: `selector.unregister(fd)`. Its callback is
-    /// dropped (after it returns, if it is the one running), together with
-    /// everything it captured.
-    pub fn unregister<S>(&self, source: &mut S, token: Token) -> io::Result<()>
-    where
-        S: Source + ?Sized,
-    {
-        // Forget the callback even if the OS call fails: a socket we no
-        // longer listen to must never resolve a future nobody awaits. The
-        // callback is dropped after the map's borrow ends: dropping it drops
-        // what it captured, and that must not find the map borrowed.
-        let callback = self.callbacks.borrow_mut().remove(&token);
-        drop(callback);
-        self.poll.borrow().registry().deregister(source)
+    /// Stop watching `token` for reading. Returns whether a reader was installed.
+    pub fn remove_reader(&self, token: Token) -> bool {
+        matches!(
+            self.replace_callback(token, Direction::Read, None),
+            Ok(Some(_))
+        )
     }
-    // ANCHOR_END: register
+    // ANCHOR_END: add_reader
+
+    /// Call `callback` whenever the socket `token` becomes writable (or
+    /// fails), until [`EventLoop::remove_writer`].
+    pub fn add_writer(&self, token: Token, callback: impl Fn() + 'static) -> io::Result<()> {
+        self.replace_callback(token, Direction::Write, Some(Rc::new(callback)))?;
+        Ok(())
+    }
+
+    /// Stop watching `token` for writing. Returns whether a writer was installed.
+    pub fn remove_writer(&self, token: Token) -> bool {
+        matches!(
+            self.replace_callback(token, Direction::Write, None),
+            Ok(Some(_))
+        )
+    }
+
+    /// Put `new` in the reader or writer place of `token`'s slot, and
+    /// return the callback that was there, if any.
+    fn replace_callback(
+        &self,
+        token: Token,
+        direction: Direction,
+        new: Option<Callback>,
+    ) -> io::Result<Option<Callback>> {
+        let old = {
+            let mut io = self.inner.io.borrow_mut();
+            let slot = match io.get_mut(token.0) {
+                Some(slot) if slot.in_use => slot,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "socket is not registered with this loop",
+                    ))
+                }
+            };
+            let place = match direction {
+                Direction::Read => &mut slot.reader,
+                Direction::Write => &mut slot.writer,
+            };
+            std::mem::replace(place, new)
+        };
+        // Returned, so dropped outside the borrow: dropping a callback may
+        // drop something whose destructor calls back into the loop.
+        Ok(old)
+    }
+
+    /// A new pending future bound to this loop: asyncio's `create_future`.
+    pub fn create_future<T: 'static>(&self) -> Future<T> {
+        Future::new(self)
+    }
 
     // ANCHOR: create_task
-    /// Wrap `coro` in a [`Task`] and schedule its first step on the next turn
-    /// of the loop (asyncio's `create_task`). The returned future is resolved
-    /// when the coroutine returns.
-    pub fn create_task<F>(&self, coro: F) -> Future<()>
-    where
-        F: std::future::Future<Output = ()> + 'static,
-    {
-        let id = TaskId(self.next_task.get());
-        self.next_task.set(id.0 + 1);
-        let task = Task::new(id, Box::pin(coro), &self.ready);
-        let done = task.done();
-        self.tasks.borrow_mut().insert(id, task);
-        self.ready.push(id);
-        done
-    }
-
-    /// How many tasks have not finished.
-    pub fn tasks(&self) -> usize {
-        self.tasks.borrow().len()
+    /// Wrap a coroutine in a task and schedule its first step:
+    /// asyncio's `create_task`.
+    pub fn create_task<T: Clone + 'static>(
+        &self,
+        coro: impl std::future::Future<Output = T> + 'static,
+    ) -> Task<T> {
+        Task::new(self, coro)
     }
     // ANCHOR_END: create_task
 
-    /// Run `callback` once, `delay` from now (asyncio's `call_later`).
-    pub fn call_later<F>(&self, delay: Duration, callback: F) -> TimerHandle
-    where
-        F: FnOnce() + 'static,
-    {
-        self.call_at(Instant::now() + delay, callback)
-    }
-
-    /// Run `callback` once, at `when` (asyncio's `call_at`). Timers due at the
-    /// same instant run in the order they were started.
-    pub fn call_at<F>(&self, when: Instant, callback: F) -> TimerHandle
-    where
-        F: FnOnce() + 'static,
-    {
-        let handle = TimerHandle {
-            when,
-            seq: self.next_timer.get(),
-        };
-        self.next_timer.set(handle.seq + 1);
-        self.timers.borrow_mut().insert(handle, Box::new(callback));
-        handle
-    }
-
-    /// Cancel a pending timer; `false` when it already ran or was cancelled.
-    /// Its callback is dropped unrun.
-    pub fn cancel(&self, timer: TimerHandle) -> bool {
-        let callback = self.timers.borrow_mut().remove(&timer);
-        callback.is_some()
-    }
-
-    // ANCHOR: sleep
-    /// A future resolved `delay` from now: a timer whose callback is
-    /// `set_result`. Dropping it before then cancels the timer, so a fetch
-    /// that beat its deadline leaves nothing behind in the loop.
-    pub fn sleep(self: &Rc<Self>, delay: Duration) -> Sleep {
-        let fired = Future::new();
-        let done = fired.clone();
-        let timer = self.call_later(delay, move || done.set_result(()));
-        Sleep {
-            event_loop: Rc::clone(self),
-            timer,
-            fired,
-        }
-    }
-    // ANCHOR_END: sleep
-
-    /// Make [`EventLoop::run`] return at the end of the current turn.
-    pub fn stop(&self) {
-        self.stopped.set(true);
-    }
-
-    /// Is anything registered, scheduled or pending? If not, nothing can ever
-    /// wake a task or call [`EventLoop::stop`], and waiting would be waiting
-    /// forever. (A task waiting on a future that nothing will resolve is not
-    /// work: it would wait forever too.)
-    pub fn has_work(&self) -> bool {
-        !self.callbacks.borrow().is_empty()
-            || !self.ready.is_empty()
-            || !self.timers.borrow().is_empty()
-    }
-
-    /// How many sockets are registered.
-    pub fn registered(&self) -> usize {
-        self.callbacks.borrow().len()
-    }
-
-    // ANCHOR: run
-    /// Turn readiness events into task steps until [`EventLoop::stop`] is
-    /// called — or until there is nothing left to wait for, which a correct
-    /// program never reaches with work undone, but which must end the loop
-    /// rather than block in `poll` forever.
-    pub fn run(&self) -> io::Result<()> {
-        while !self.stopped.get() && self.has_work() {
-            self.run_once()?;
-        }
-        // Reset, so that a stopped loop can be run again.
-        self.stopped.set(false);
-        Ok(())
-    }
-
-    /// One turn: wait for events (no longer than the next timer is due), call
-    /// the callback of every ready socket, then the timers that are due, then
-    /// step the tasks that were woken before this turn's steps began.
+    // ANCHOR: run_once
+    /// One turn of the loop: wait for I/O (no longer than the first timer
+    /// allows), queue the callbacks of ready sockets and expired timers, then
+    /// run the callbacks that are queued *now*. (A waker's callback is
+    /// `call_soon(step)`: waking a task is how its step gets queued.)
     pub fn run_once(&self) -> io::Result<()> {
-        let timeout = self.poll_timeout();
-        let tokens: Vec<Token> = {
-            let mut events = self.events.borrow_mut();
-            match self.poll.borrow_mut().poll(&mut events, timeout) {
+        // Called on its own (tests do), the loop is "running" for one turn,
+        // so that coroutines it steps find it with `get_running_loop`.
+        let _running = (!self.inner.running.get()).then(|| RunningGuard::enter(self));
+        let inner = &self.inner;
+        let timeout = if !inner.ready.borrow().is_empty() || inner.stopping.get() {
+            Some(Duration::ZERO)
+        } else {
+            let first = inner.timers.borrow().keys().next().map(|key| key.0);
+            first.map(|deadline| deadline.saturating_duration_since(self.time()))
+        };
+
+        {
+            let mut events = inner.events.borrow_mut();
+            let waited = inner.poll.borrow_mut().poll(&mut events, timeout);
+            match waited {
                 Ok(()) => {}
-                // A signal interrupted the wait: not an error, just no events.
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => events.clear(),
-                Err(e) => return Err(e),
+                // A signal cut the wait short: nothing happened, try again.
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => events.clear(),
+                Err(err) => return Err(err),
             }
-            // Copy the tokens out: the events cannot stay borrowed while the
-            // callbacks run.
-            events.iter().map(|event| event.token()).collect()
-        };
-        for token in tokens {
-            self.dispatch(token);
-        }
-        self.run_due_timers();
-        self.step_ready_tasks();
-        Ok(())
-    }
-    // ANCHOR_END: run
-
-    // ANCHOR: dispatch
-    /// Call the callback registered under `token`, if there still is one.
-    fn dispatch(&self, token: Token) {
-        // Take the callback out of the map, so the map is not borrowed while
-        // it runs. A stale token (unregistered by an earlier callback of
-        // this batch) finds nothing and is skipped.
-        let Some(mut callback) = self
-            .callbacks
-            .borrow_mut()
-            .get_mut(&token)
-            .and_then(Option::take)
-        else {
-            return;
-        };
-        callback();
-        // Put it back — unless it was unregistered (the slot is gone) or
-        // replaced with `modify` (the slot is full again) meanwhile.
-        if let Some(slot @ None) = self.callbacks.borrow_mut().get_mut(&token) {
-            *slot = Some(callback);
-        }
-    }
-
-    /// Step every task that was woken before this call began: resume its
-    /// coroutine until it waits again or returns.
-    fn step_ready_tasks(&self) {
-        // Only what was scheduled before now: a task that wakes itself must
-        // not keep this turn going forever and starve I/O.
-        for _ in 0..self.ready.len() {
-            let Some(id) = self.ready.pop() else {
-                break;
-            };
-            // Out of the table while it runs: its coroutine may create tasks.
-            // An id with no task is a wake-up for a task that has finished
-            // (or one woken twice and already stepped): nothing to do.
-            let Some(mut task) = self.tasks.borrow_mut().remove(&id) else {
-                continue;
-            };
-            if !task.step() {
-                self.tasks.borrow_mut().insert(id, task);
+            for event in events.iter() {
+                if event.token() == REMOTE_TOKEN {
+                    self.drain_remote();
+                    continue;
+                }
+                // Cloned out of the table (a reference count, no allocation):
+                // the table is not borrowed while the callbacks run.
+                let (reader, writer) = match inner.io.borrow().get(event.token().0) {
+                    Some(slot) => (slot.reader.clone(), slot.writer.clone()),
+                    None => (None, None),
+                };
+                // An error or a hang-up calls both sides: whoever is waiting
+                // must try their operation and meet the error.
+                let failed = event.is_error();
+                if event.is_readable() || event.is_read_closed() || failed {
+                    if let Some(reader) = reader {
+                        reader();
+                    }
+                }
+                if event.is_writable() || event.is_write_closed() || failed {
+                    if let Some(writer) = writer {
+                        writer();
+                    }
+                }
             }
-            // A finished task is dropped here, and its coroutine's frame
-            // with it: sockets unregister and close, timers are cancelled.
         }
-    }
-    // ANCHOR_END: dispatch
 
-    /// How long `poll` may block: not at all when tasks are waiting to be
-    /// stepped, until the first timer is due when there is one, else forever.
-    fn poll_timeout(&self) -> Option<Duration> {
-        if !self.ready.is_empty() {
-            return Some(Duration::ZERO);
-        }
-        self.timers
-            .borrow()
-            .keys()
-            .next()
-            .map(|first| first.when.saturating_duration_since(Instant::now()))
-    }
-
-    /// Run every timer whose time has come, earliest first.
-    fn run_due_timers(&self) {
-        let now = Instant::now();
-        // Only timers due by `now`: a timer that starts a zero-delay timer
-        // gets it run on the next turn, after I/O has had its chance.
+        // Expired timers join the ready queue in deadline order.
+        let now = self.time();
         loop {
-            let handle = {
-                let mut timers = self.timers.borrow_mut();
+            let expired = {
+                let mut timers = inner.timers.borrow_mut();
                 match timers.first_entry() {
-                    Some(entry) if entry.key().when <= now => entry.remove(),
-                    _ => break,
+                    Some(entry) if entry.key().0 <= now => Some(entry.remove()),
+                    _ => None,
                 }
             };
-            handle();
+            match expired {
+                Some(handle) => inner.ready.borrow_mut().push_back(handle),
+                None => break,
+            }
+        }
+
+        // Only what is queued now: callbacks scheduled by these callbacks
+        // wait for the next turn, after the next poll for I/O.
+        let ntodo = inner.ready.borrow().len();
+        for _ in 0..ntodo {
+            let handle = inner.ready.borrow_mut().pop_front();
+            match handle {
+                Some(handle) => handle(),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+    // ANCHOR_END: run_once
+
+    /// Step every task another thread woke.
+    fn drain_remote(&self) {
+        let woken = match self.inner.remote.woken.lock() {
+            Ok(mut woken) => std::mem::take(&mut *woken),
+            Err(_) => return,
+        };
+        for task in woken {
+            self.wake_task(task);
         }
     }
 
-    /// Drop every task, callback and timer still held: asyncio's
-    /// `loop.close()`. Coroutines hold the loop's `Rc` and the loop holds
-    /// the coroutines, so a loop stopped with tasks unfinished would
-    /// otherwise never be freed, nor the sockets inside it.
+    // ANCHOR: run_forever
+    /// Run turns until [`EventLoop::stop`] is called.
+    pub fn run_forever(&self) -> io::Result<()> {
+        if self.inner.running.get() {
+            return Err(io::Error::other("this event loop is already running"));
+        }
+        if self.inner.closed.get() {
+            return Err(io::Error::other("the event loop is closed"));
+        }
+        let _running = RunningGuard::enter(self);
+        // Wake-ups that came while the loop was not running.
+        self.drain_remote();
+        let result = loop {
+            if let Err(err) = self.run_once() {
+                break Err(err);
+            }
+            if self.inner.stopping.get() {
+                break Ok(());
+            }
+        };
+        self.inner.stopping.set(false);
+        result
+    }
+
+    /// Leave `run_forever` after the current turn.
+    pub fn stop(&self) {
+        self.inner.stopping.set(true);
+    }
+
+    /// Run the loop until `coro` completes, and return its result:
+    /// asyncio's `run_until_complete`. The coroutine is wrapped in a task
+    /// whose done-callback stops the loop.
+    pub fn run_until_complete<T: Clone + 'static>(
+        &self,
+        coro: impl std::future::Future<Output = T> + 'static,
+    ) -> anyhow::Result<T> {
+        let task = self.create_task(coro);
+        let event_loop = self.clone();
+        task.add_done_callback(move |_| event_loop.stop());
+        self.run_forever()?;
+        match task.future().result() {
+            Some(result) => Ok(result),
+            None => anyhow::bail!("event loop stopped before the future completed"),
+        }
+    }
+    // ANCHOR_END: run_forever
+
+    /// Drop everything the loop still holds — pending tasks (their
+    /// coroutines are dropped, running their destructors), callbacks, timers
+    /// — and refuse new work. Futures and tasks hold the loop and the loop
+    /// holds them, so this is also what frees a finished crawl's memory.
     pub fn close(&self) {
-        // Taken out first and dropped after the borrows end: dropping a
-        // coroutine unregisters its socket and cancels its timer, which
-        // borrow these very maps.
-        let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
+        if self.inner.running.get() || self.inner.closed.get() {
+            return;
+        }
+        self.inner.closed.set(true);
+        // Each collection is taken out before it is dropped: the destructors
+        // of what it holds may call back into the loop (a socket deregisters
+        // itself), and must not find a `RefCell` borrowed.
+        let tasks = std::mem::take(&mut *self.inner.tasks.borrow_mut());
+        for task in tasks.values() {
+            task.abandon();
+        }
         drop(tasks);
-        let callbacks = std::mem::take(&mut *self.callbacks.borrow_mut());
-        drop(callbacks);
-        let timers = std::mem::take(&mut *self.timers.borrow_mut());
+        let ready = std::mem::take(&mut *self.inner.ready.borrow_mut());
+        drop(ready);
+        let timers = std::mem::take(&mut *self.inner.timers.borrow_mut());
         drop(timers);
-        while self.ready.pop().is_some() {}
+        let io = std::mem::take(&mut *self.inner.io.borrow_mut());
+        self.inner.free_tokens.borrow_mut().clear();
+        drop(io);
+    }
+
+    /// Is the loop running?
+    pub fn is_running(&self) -> bool {
+        self.inner.running.get()
+    }
+
+    /// Was `close` called?
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// Number of tasks not yet finished.
+    pub fn pending_tasks(&self) -> usize {
+        self.inner.tasks.borrow().len()
+    }
+
+    /// Number of sockets registered.
+    pub fn registered(&self) -> usize {
+        self.inner
+            .io
+            .borrow()
+            .iter()
+            .filter(|slot| slot.in_use)
+            .count()
+    }
+
+    /// Number of timers set and not yet fired or cancelled.
+    pub fn pending_timers(&self) -> usize {
+        self.inner.timers.borrow().len()
+    }
+
+    /// The loop's number, for wakers.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The cross-thread wake-up, for wakers.
+    pub(crate) fn remote(&self) -> Arc<Remote> {
+        self.inner.remote.clone()
+    }
+
+    /// A fresh task id.
+    pub(crate) fn next_task_id(&self) -> TaskId {
+        let id = self.inner.next_task_id.get();
+        self.inner.next_task_id.set(id + 1);
+        id
+    }
+
+    /// Enter a new task in the table, so its waker can find it.
+    pub(crate) fn insert_task(&self, id: TaskId, task: Rc<dyn Step>) {
+        if !self.inner.closed.get() {
+            self.inner.tasks.borrow_mut().insert(id, task);
+        }
+    }
+
+    /// The task is finished: the loop no longer needs to find it.
+    pub(crate) fn remove_task(&self, id: TaskId) {
+        let task = self.inner.tasks.borrow_mut().remove(&id);
+        drop(task);
+    }
+
+    /// A task's waker fired: schedule that task's next step.
+    pub(crate) fn wake_task(&self, id: TaskId) {
+        let task = self.inner.tasks.borrow().get(&id).cloned();
+        if let Some(task) = task {
+            task.schedule();
+        }
     }
 }
 
 impl std::fmt::Debug for EventLoop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventLoop")
-            .field("registered", &self.callbacks.borrow().len())
-            .field("ready", &self.ready.len())
-            .field("tasks", &self.tasks.borrow().len())
-            .field("timers", &self.timers.borrow().len())
-            .field("stopped", &self.stopped.get())
+            .field("id", &self.inner.id)
+            .field("ready", &self.inner.ready.borrow().len())
+            .field("timers", &self.inner.timers.borrow().len())
+            .field("tasks", &self.inner.tasks.borrow().len())
             .finish()
     }
 }
 
-// ANCHOR: sleep_future
-/// The future of [`EventLoop::sleep`]: the timer's result slot, plus what it
-/// takes to cancel the timer.
-#[derive(Debug)]
-pub struct Sleep {
-    /// The loop the timer is on, to cancel it when this is dropped.
-    event_loop: Rc<EventLoop>,
-    /// The pending timer.
-    timer: TimerHandle,
-    /// Resolved by the timer.
-    fired: Future<()>,
+#[derive(Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
 }
 
-impl std::future::Future for Sleep {
-    type Output = ();
+/// Marks a loop as this thread's running loop for as long as it lives, and
+/// restores the previous one (if any) afterwards, even on an early return.
+struct RunningGuard {
+    /// The loop marked as running.
+    event_loop: EventLoop,
+    /// The loop that was running before, put back when this one stops.
+    previous: Option<EventLoop>,
+}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> TaskPoll<()> {
-        Pin::new(&mut self.fired).poll(cx)
+impl RunningGuard {
+    fn enter(event_loop: &EventLoop) -> RunningGuard {
+        event_loop.inner.running.set(true);
+        let previous =
+            RUNNING_LOOP.with(|running| running.borrow_mut().replace(event_loop.clone()));
+        RunningGuard {
+            event_loop: event_loop.clone(),
+            previous,
+        }
     }
 }
 
-impl Drop for Sleep {
+impl Drop for RunningGuard {
     fn drop(&mut self) {
-        // `false` when the timer already fired: nothing to cancel then.
-        self.event_loop.cancel(self.timer);
+        self.event_loop.inner.running.set(false);
+        let previous = self.previous.take();
+        RUNNING_LOOP.with(|running| *running.borrow_mut() = previous);
     }
 }
-// ANCHOR_END: sleep_future

@@ -20,22 +20,9 @@
 //! what the tutorial's is: the URL and what is needed to fetch it.
 //!
 //! The sub-coroutines are the tutorial's, composed the way `yield from`
-//! composes them: [`connect`], [`read`] (one chunk) and [`read_all`] (until
-//! the response is complete), plus [`send_all`] for a request the socket
-//! takes in parts. The lowest level is [`Socket::ready`], the tutorial's
-//!
-//! ```python
-//! f = Future()
-//! selector.register(sock.fileno(), EVENT_READ, lambda: f.set_result(None))
-//! yield from f
-//! ```
-//!
-//! which returns a future resolved by the event loop when the socket is
-//! ready. The tutorial's callback also does the `recv`; ours cannot, because
-//! the socket belongs to the coroutine, so the callback only says "ready"
-//! and the coroutine reads. That is also how mio wants it: events are
-//! edge-triggered, so every wait starts with a read or write that answered
-//! `WouldBlock`, and a spurious event just means trying again.
+//! composes them: [`connect_any`] (each address in turn, with
+//! `Socket::connect`), the socket's `write_all` and `read` (one chunk,
+//! `socket.rs`), and [`read_all`] (until the response is complete).
 //!
 //! ## Errors keep their story
 //!
@@ -49,29 +36,27 @@
 //!
 //! ## The deadline
 //!
-//! `--timeout` is one future racing another: the fetch against
-//! [`EventLoop::sleep`]. Whichever finishes first wins; the loser is
+//! `--timeout` is asyncio's `wait_for` (`wait_for.rs`): the fetch and a
+//! `sleep` polled side by side. Whichever finishes first wins; the other is
 //! dropped, and dropping a coroutine runs the destructors of its locals:
-//! the socket unregisters and closes, the timer is cancelled.
+//! the socket deregisters and closes, the timer is cancelled.
 
 use std::cell::Cell;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::Duration;
 
 use anyhow::Context;
-use mio::net::TcpStream;
-use mio::{Interest, Token};
 use url::Url;
 
 use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
 use shared::{FailKind, FetchError};
 
-use crate::event_loop::EventLoop;
-use crate::future::{race, Either, Future};
+use crate::socket::Socket;
+use crate::wait_for::{wait_for, TimeoutError};
 
 /// How a fetch ended, as the crawler hears it.
 #[derive(Debug)]
@@ -149,35 +134,34 @@ impl Fetcher {
 
     // ANCHOR: fetch
     /// Fetch the URL, within the deadline: the coroutine a task runs.
-    pub async fn fetch(&self, event_loop: &Rc<EventLoop>) -> Fetched {
-        // Pinned here, in this coroutine's frame: `race` polls them where
-        // they are (see `race` for why not by value).
-        let get = pin!(self.get(event_loop));
-        let deadline = pin!(event_loop.sleep(self.timeout));
-        let result = match race(get, deadline).await {
-            Either::Left(result) => result,
-            Either::Right(()) => Err(timed_out(self.timeout)),
+    pub async fn fetch(&self) -> Fetched {
+        // Pinned here, in this coroutine's frame: `wait_for` polls it where
+        // it is (see `wait_for` for why not by value).
+        let result = match wait_for(pin!(self.get()), self.timeout).await {
+            Err(err) if err.is::<TimeoutError>() => Err(timed_out(self.timeout)),
+            result => result,
         };
         self.outcome(result)
     }
 
     /// GET the URL: the tutorial's `fetch` coroutine, top to bottom. Every
     /// `.await` is a `yield from`.
-    async fn get(&self, event_loop: &Rc<EventLoop>) -> anyhow::Result<Response> {
+    async fn get(&self) -> anyhow::Result<Response> {
         // Resolving blocks (the C library has no non-blocking lookup), but
         // only on a host's first URL: the resolver caches the answer.
         let addrs = self.resolver.resolve(&self.url)?;
         // In flight from here, where the first socket is about to be made,
         // to the end of this function, however it ends: the guard is a local.
         let _counted = self.in_flight.start();
-        let mut sock = connect_any(event_loop, &addrs).await?;
+        let mut sock = connect_any(&addrs).await?;
         // A coroutine's locals live until the end of their scope, however
         // long it waits: drop the addresses (and below, the request) now, so
         // a fetch waiting for its response does not keep them on the heap.
         drop(addrs);
         let request = get_request(&self.url, Version::Http10Close);
-        send_all(&mut sock, &request)
+        sock.write_all(&request)
             .await
+            .map_err(io_error)
             .context("sending request")?;
         drop(request);
         read_all(&mut sock, self.limits)
@@ -215,80 +199,15 @@ fn is_out_of_descriptors(err: &anyhow::Error) -> bool {
         .any(net::is_out_of_descriptors)
 }
 
-// ANCHOR: socket
-/// A non-blocking socket registered with the event loop, owned by the
-/// coroutine using it. Dropping it — when the fetch returns, fails, or loses
-/// its race against the deadline — unregisters it and closes it.
-#[derive(Debug)]
-pub struct Socket {
-    /// The mio socket.
-    stream: TcpStream,
-    /// The loop it is registered with.
-    event_loop: Rc<EventLoop>,
-    /// Its registration, once it has waited for the first time.
-    token: Option<Token>,
-}
-
-impl Socket {
-    /// Take `stream` (just made by `TcpStream::connect`) into the loop's care.
-    pub fn new(event_loop: &Rc<EventLoop>, stream: TcpStream) -> Socket {
-        Socket {
-            stream,
-            event_loop: Rc::clone(event_loop),
-            token: None,
-        }
-    }
-
-    /// A future resolved when the socket is next ready for `interest`: a
-    /// fresh future, and a callback that resolves it registered with the
-    /// loop. Wait on it only after a read or write said `WouldBlock` (or
-    /// after a connect started): events are edge-triggered.
-    pub fn ready(&mut self, interest: Interest) -> io::Result<Future<()>> {
-        let ready = Future::new();
-        let resolve = ready.clone();
-        let callback = move || resolve.set_result(());
-        match self.token {
-            None => {
-                let token = self
-                    .event_loop
-                    .register(&mut self.stream, interest, callback)?;
-                self.token = Some(token);
-            }
-            Some(token) => self
-                .event_loop
-                .modify(&mut self.stream, token, interest, callback)?,
-        }
-        Ok(ready)
-    }
-
-    /// The socket itself, for reads and writes.
-    pub fn stream(&mut self) -> &mut TcpStream {
-        &mut self.stream
-    }
-}
-
-impl Drop for Socket {
-    fn drop(&mut self) {
-        if let Some(token) = self.token.take() {
-            // The callback is forgotten even if the OS refuses, and closing
-            // the descriptor (dropping `stream`) removes it from epoll anyway.
-            let _ = self.event_loop.unregister(&mut self.stream, token);
-        }
-    }
-}
-// ANCHOR_END: socket
-
 // ANCHOR: connect
 /// Connect to the first of `addrs` that accepts (`localhost` may give `::1`
 /// first, and nothing may listen there). The error is the last address's.
-pub async fn connect_any(
-    event_loop: &Rc<EventLoop>,
-    addrs: &[SocketAddr],
-) -> anyhow::Result<Socket> {
+pub async fn connect_any(addrs: &[SocketAddr]) -> anyhow::Result<Socket> {
     let mut last_error = None;
-    for &addr in addrs {
-        match connect(event_loop, addr)
+    for addr in addrs {
+        match Socket::connect(addr)
             .await
+            .map_err(connect_error)
             .with_context(|| format!("connecting to {addr}"))
         {
             Ok(sock) => return Ok(sock),
@@ -299,37 +218,6 @@ pub async fn connect_any(
     }
     Err(last_error
         .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to").into()))
-}
-
-/// Connect to `addr`: start a non-blocking connect, and wait until the
-/// socket is writable and mio's recipe says the handshake is done.
-pub async fn connect(event_loop: &Rc<EventLoop>, addr: SocketAddr) -> anyhow::Result<Socket> {
-    // Returns at once, with the handshake still going on.
-    let stream = TcpStream::connect(addr).map_err(connect_error)?;
-    let mut sock = Socket::new(event_loop, stream);
-    loop {
-        sock.ready(Interest::WRITABLE).map_err(connect_error)?.await;
-        match is_connected(&sock.stream) {
-            Ok(true) => return Ok(sock),
-            // A spurious event: wait for the next.
-            Ok(false) => continue,
-            Err(err) => return Err(connect_error(err)),
-        }
-    }
-}
-
-/// Has the connect of `stream` finished? `Ok(false)` while the handshake is
-/// still going on; the error when it failed. mio's recipe: a writable
-/// event, then no `take_error`, then `peer_addr` succeeds.
-pub fn is_connected(stream: &TcpStream) -> io::Result<bool> {
-    if let Some(err) = stream.take_error()? {
-        return Err(err);
-    }
-    match stream.peer_addr() {
-        Ok(_) => Ok(true),
-        Err(err) if still_connecting(&err) => Ok(false),
-        Err(err) => Err(err),
-    }
 }
 
 /// An error while connecting is a `connect` failure — except running out of
@@ -345,44 +233,13 @@ pub fn connect_error(err: io::Error) -> anyhow::Error {
 // ANCHOR_END: connect
 
 // ANCHOR: read
-/// Write all of `data`, waiting whenever the socket's buffer is full.
-pub async fn send_all(sock: &mut Socket, mut data: &[u8]) -> anyhow::Result<()> {
-    while !data.is_empty() {
-        match sock.stream.write(data) {
-            Ok(0) => return Err(io_error(io::ErrorKind::WriteZero.into())),
-            Ok(n) => data = &data[n..],
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                sock.ready(Interest::WRITABLE).map_err(io_error)?.await;
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_error(err)),
-        }
-    }
-    Ok(())
-}
-
-/// Read one chunk: what the socket has now, waiting until it has something.
-/// Empty when the peer has closed (Python's `b''`).
-pub async fn read(sock: &mut Socket) -> anyhow::Result<Vec<u8>> {
-    loop {
-        match read_chunk(&mut sock.stream) {
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                sock.ready(Interest::READABLE).map_err(io_error)?.await;
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_error(err)),
-            Ok(chunk) => return Ok(chunk),
-        }
-    }
-}
-
 /// Read until the response is complete or the peer closes: the tutorial's
 /// `read_all`, with the parser as "the response so far" (it also knows when
 /// the response is complete, and when it is too large).
 pub async fn read_all(sock: &mut Socket, limits: Limits) -> anyhow::Result<Response> {
     let mut parser = ResponseParser::with_limits(limits);
     loop {
-        let chunk = read(sock).await?;
+        let chunk = sock.read().await.map_err(io_error)?;
         if chunk.is_empty() {
             // Complete if the body ran to the close; an error otherwise.
             return Ok(parser.finish()?);
@@ -394,30 +251,10 @@ pub async fn read_all(sock: &mut Socket, limits: Limits) -> anyhow::Result<Respo
 }
 // ANCHOR_END: read
 
-/// How many bytes each `read` may return (as in lessons 1 and 2).
-const READ_CHUNK: usize = 16 * 1024;
-
-/// One `read` into a buffer on the stack, copied out at its real size. Not
-/// an `async fn`: the buffer lives only during this call, never in a
-/// coroutine's frame, so a fetch waiting for bytes holds no buffer at all.
-pub fn read_chunk(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
-    let mut buf = [0u8; READ_CHUNK];
-    let n = stream.read(&mut buf)?;
-    Ok(buf[..n].to_vec())
-}
-
 /// An I/O error after the connect, as the report's error (which drops the
 /// ` (os error N)` that `io::Error` would print).
 pub fn io_error(err: io::Error) -> anyhow::Error {
     FetchError::from_io(&err, false).into()
-}
-
-/// Is this `peer_addr` error "the handshake is still going on"? Linux says
-/// `ENOTCONN` (`NotConnected`); mio's docs add `EINPROGRESS` for other
-/// systems, which std has no stable error kind for yet.
-fn still_connecting(err: &io::Error) -> bool {
-    const EINPROGRESS: i32 = if cfg!(target_os = "linux") { 115 } else { 36 };
-    err.kind() == io::ErrorKind::NotConnected || err.raw_os_error() == Some(EINPROGRESS)
 }
 
 // ANCHOR: in_flight

@@ -30,23 +30,18 @@
 use std::future::Future as _;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::vec;
 
 use anyhow::Context as _;
-use mio::net::TcpStream;
-use mio::Interest;
 use shared::http::{get_request, Response, ResponseParser, Version};
 use shared::net;
 use shared::{FailKind, FetchError};
 
-use crate::event_loop::{EventLoop, Sleep};
-use crate::fetch::{
-    connect_error, io_error, is_connected, read_chunk, timed_out, Fetched, Fetcher, InFlightGuard,
-    Socket,
-};
+use crate::fetch::{connect_error, io_error, timed_out, Fetched, Fetcher, InFlightGuard};
 use crate::future::Future;
+use crate::sleep::{sleep, Sleep};
+use crate::socket::{Direction, Socket};
 
 // ANCHOR: state
 /// Where the fetch is, and the locals alive there.
@@ -93,8 +88,6 @@ enum State {
 pub struct FetchByHand<'a> {
     /// What to fetch, and with what.
     fetcher: &'a Fetcher,
-    /// The loop the socket registers with.
-    event_loop: Rc<EventLoop>,
     /// The whole-fetch deadline, polled whenever the fetch has to wait.
     deadline: Sleep,
     /// Where the fetch is.
@@ -102,12 +95,11 @@ pub struct FetchByHand<'a> {
 }
 
 /// Fetch `fetcher`'s URL with the hand-written state machine. Same API as
-/// `fetcher.fetch(event_loop)`.
-pub fn fetch_by_hand<'a>(fetcher: &'a Fetcher, event_loop: &Rc<EventLoop>) -> FetchByHand<'a> {
+/// `fetcher.fetch()`.
+pub fn fetch_by_hand(fetcher: &Fetcher) -> FetchByHand<'_> {
     FetchByHand {
         fetcher,
-        event_loop: Rc::clone(event_loop),
-        deadline: event_loop.sleep(fetcher.timeout()),
+        deadline: sleep(fetcher.timeout()),
         state: State::Start,
     }
 }
@@ -120,8 +112,8 @@ impl std::future::Future for FetchByHand<'_> {
         // Every field is `Unpin` (nothing points into this struct), so it
         // can be used as a plain `&mut`.
         let this = &mut *self;
-        // The fetch first, then the deadline, as `race(get, deadline)` does
-        // in `fetch.rs`: a response complete at the deadline is kept. Both
+        // The fetch first, then the deadline, as `wait_for` does in
+        // `fetch.rs`: a response complete at the deadline is kept. Both
         // register this task's waker, so either can wake it.
         let result = match this.step(cx) {
             Poll::Ready(result) => result,
@@ -150,7 +142,7 @@ impl FetchByHand<'_> {
                     self.connect_next(addrs.into_iter(), None, counted)?
                 }
                 State::Connecting {
-                    mut sock,
+                    sock,
                     mut ready,
                     addr,
                     rest,
@@ -166,7 +158,7 @@ impl FetchByHand<'_> {
                         };
                         return Poll::Pending;
                     }
-                    match is_connected(sock.stream()) {
+                    match sock.is_connected() {
                         Ok(true) => State::Sending {
                             sock,
                             ready: None,
@@ -177,7 +169,7 @@ impl FetchByHand<'_> {
                         // A spurious event: wait for the next.
                         Ok(false) => {
                             let ready = sock
-                                .ready(Interest::WRITABLE)
+                                .ready(Direction::Write)
                                 .map_err(connect_error)
                                 .with_context(|| format!("connecting to {addr}"))?;
                             State::Connecting {
@@ -196,7 +188,7 @@ impl FetchByHand<'_> {
                     }
                 }
                 State::Sending {
-                    mut sock,
+                    sock,
                     mut ready,
                     request,
                     mut sent,
@@ -220,7 +212,7 @@ impl FetchByHand<'_> {
                         if sent == request.len() {
                             break false;
                         }
-                        match std::io::Write::write(sock.stream(), &request[sent..]) {
+                        match std::io::Write::write(&mut sock.stream(), &request[sent..]) {
                             Ok(0) => {
                                 let err = io_error(std::io::ErrorKind::WriteZero.into());
                                 return Poll::Ready(Err(err.context("sending request")));
@@ -237,7 +229,7 @@ impl FetchByHand<'_> {
                         // A fresh future per wait: the old one is resolved,
                         // and a resolved future would not wait at all.
                         let ready = sock
-                            .ready(Interest::WRITABLE)
+                            .ready(Direction::Write)
                             .map_err(io_error)
                             .context("sending request")?;
                         State::Sending {
@@ -257,7 +249,7 @@ impl FetchByHand<'_> {
                     }
                 }
                 State::Reading {
-                    mut sock,
+                    sock,
                     mut ready,
                     mut parser,
                     counted,
@@ -276,7 +268,7 @@ impl FetchByHand<'_> {
                     // Read until the response is complete, the peer closes,
                     // or the socket runs dry.
                     loop {
-                        let done = match read_chunk(sock.stream()) {
+                        let done = match sock.read_chunk() {
                             Ok(chunk) if chunk.is_empty() => Some(parser.finish()),
                             Ok(chunk) => parser.feed(&chunk).transpose(),
                             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -294,7 +286,7 @@ impl FetchByHand<'_> {
                         }
                     }
                     let ready = sock
-                        .ready(Interest::READABLE)
+                        .ready(Direction::Read)
                         .map_err(io_error)
                         .context("reading response")?;
                     State::Reading {
@@ -322,16 +314,15 @@ impl FetchByHand<'_> {
     ) -> anyhow::Result<State> {
         for addr in rest.by_ref() {
             let context = || format!("connecting to {addr}");
-            let stream = match TcpStream::connect(addr) {
-                Ok(stream) => stream,
+            let sock = match Socket::start_connect(addr) {
+                Ok(sock) => sock,
                 Err(err) if net::is_out_of_descriptors(&err) => return Err(err.into()),
                 Err(err) => {
                     last_error = Some(connect_error(err).context(context()));
                     continue;
                 }
             };
-            let mut sock = Socket::new(&self.event_loop, stream);
-            match sock.ready(Interest::WRITABLE) {
+            match sock.ready(Direction::Write) {
                 Ok(ready) => {
                     return Ok(State::Connecting {
                         sock,

@@ -17,14 +17,16 @@
 //!    suspension point an enum variant, `send` a method — and
 //!    `fetch_by_hand.rs` writes the crawler's fetch the same way.
 //! 2. **`async fn` is the compiler writing that state machine.** `fetch.rs`
-//!    is the same fetch as an `async fn` composed of sub-coroutines
-//!    (`connect`, `read`, `read_all`), driven by the lesson's own `Future`
-//!    (`future.rs`) and `Task` (`task.rs`, wakers from `std::task::Wake`) on
-//!    the event loop. No executor crate.
+//!    is the same fetch as an `async fn` composed of sub-coroutines (the
+//!    socket's `connect`, `write_all` and `read`, then `read_all`), driven by
+//!    the lesson's own `Future` (`future.rs`) and `Task` (`task.rs`, wakers
+//!    from `std::task::Wake`) on the event loop. No executor crate.
 //!
-//! What changed since lesson 2: `event_loop.rs` steps tasks from a ready
-//! queue instead of running `call_soon` callbacks, its readiness callbacks
-//! only resolve futures, and it offers `sleep` (a timer as a future);
+//! What changed since lesson 2: `event_loop.rs` is lesson 2's loop shared
+//! by every coroutine (`get_running_loop`), with asyncio's `add_reader` for
+//! sockets and one new kind of `call_soon` callback, a task's step;
+//! `socket.rs` waits for readiness with a future that a reader callback
+//! resolves; `sleep` and `wait_for` are a timer and a deadline as futures;
 //! `fetch.rs` is one coroutine instead of five callbacks, and its errors
 //! carry context (`fetching URL: reading response: connection reset`);
 //! `crawler.rs` starts a task per URL whose coroutine is `fetch().await`
@@ -34,11 +36,13 @@
 //! | file | concept |
 //! |---|---|
 //! | `generator.rs` | `Coroutine::resume`, the tutorial's generators (`fib`, `gen_fn`, `yield from`) as hand-written state machines |
-//! | `future.rs` | `Future`: a result slot and done-callbacks, awaitable (`.await` as `yield from`); `race` |
-//! | `task.rs` | `Task`: steps a coroutine; its waker schedules the next step on the loop's ready queue |
-//! | `event_loop.rs` | lesson 2's loop over `mio::Poll`, now stepping woken tasks; `create_task`, `sleep`, `close` |
+//! | `future.rs` | `Future`: a result slot and done-callbacks scheduled with `call_soon`, awaitable (`.await` as `yield from`) |
+//! | `task.rs` | `Task`: steps a coroutine; its waker is `call_soon(step)` |
+//! | `event_loop.rs` | lesson 2's loop over `mio::Poll`, shared: `call_soon`, `call_later`, `add_reader`, `create_task`, `run_forever`, `close` |
+//! | `socket.rs` | `Socket::connect`, `write_all`, `read` as coroutines; `ready`, the tutorial's wait |
+//! | `sleep.rs`, `wait_for.rs` | a timer as a future; a deadline around any future |
 //! | `fetch_by_hand.rs` | the fetch as an explicit state machine (connecting → sending → reading → done) |
-//! | `fetch.rs` | the fetch as an `async fn`: `connect`, `send_all`, `read`, `read_all`, the deadline as a race, errors with context |
+//! | `fetch.rs` | the fetch as an `async fn`: `connect_any`, `read_all`, the deadline, errors with context |
 //! | `crawler.rs` | lesson 2's crawl state (`seen_urls`, `urls_todo`, socket budget), a task per URL |
 //! | `examples/memory_per_fetch.rs` | the size of a fetch's coroutine, and the memory of N fetches in flight in lessons 1, 2 and 3 |
 
@@ -48,7 +52,10 @@ pub mod fetch;
 pub mod fetch_by_hand;
 pub mod future;
 pub mod generator;
+pub mod sleep;
+pub mod socket;
 pub mod task;
+pub mod wait_for;
 
 use std::time::Instant;
 
@@ -79,7 +86,7 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     }
     // Steps every task until the last one's `fetched` finds `urls_todo`
     // empty and stops the loop.
-    let ran = event_loop.run().context("the event loop failed");
+    let ran = event_loop.run_forever().context("the event loop failed");
     // Tasks hold the loop; drop whatever is left so the loop (and any socket
     // still open) is freed, even when `run` failed.
     event_loop.close();

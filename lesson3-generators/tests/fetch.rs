@@ -43,17 +43,18 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
         limits,
     );
     let outcome = Rc::new(RefCell::new(None));
-    let (out, task_loop) = (Rc::clone(&outcome), Rc::clone(&event_loop));
-    let done = event_loop.create_task(async move {
-        let fetched = match which {
-            Which::AsyncFn => fetcher.fetch(&task_loop).await,
-            Which::ByHand => fetch_by_hand(&fetcher, &task_loop).await,
-        };
-        *out.borrow_mut() = Some(fetched);
-    });
-    event_loop.run().unwrap();
-    assert!(done.done(), "{which:?}: the task did not finish");
-    assert!(!event_loop.has_work(), "{which:?}: {event_loop:?}");
+    let out = Rc::clone(&outcome);
+    event_loop
+        .run_until_complete(async move {
+            let fetched = match which {
+                Which::AsyncFn => fetcher.fetch().await,
+                Which::ByHand => fetch_by_hand(&fetcher).await,
+            };
+            *out.borrow_mut() = Some(fetched);
+        })
+        .unwrap();
+    assert_eq!(event_loop.registered(), 0, "{which:?}: a socket is left");
+    assert_eq!(event_loop.pending_timers(), 0, "{which:?}: a timer is left");
     assert_eq!(in_flight.now(), 0, "{which:?}: still counted in flight");
     outcome.take().expect("the task stored its outcome")
 }
@@ -242,27 +243,25 @@ fn connect_any_skips_a_refused_address_for_the_next() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let open = listener.local_addr().unwrap();
     let event_loop = EventLoop::new().unwrap();
-    let peer = Rc::new(RefCell::new(None));
-    let (out, task_loop) = (Rc::clone(&peer), Rc::clone(&event_loop));
-    event_loop.create_task(async move {
-        let mut sock = connect_any(&task_loop, &[closed, open]).await.unwrap();
-        *out.borrow_mut() = Some(sock.stream().peer_addr().unwrap());
-    });
-    event_loop.run().unwrap();
-    assert_eq!(*peer.borrow(), Some(open));
-    assert!(!event_loop.has_work());
+    let peer = event_loop
+        .run_until_complete(async move {
+            let sock = connect_any(&[closed, open]).await.unwrap();
+            sock.stream().peer_addr().ok()
+        })
+        .unwrap();
+    assert_eq!(peer, Some(open));
+    assert_eq!(event_loop.registered(), 0);
 
     // Every address refused: the error is the last one's, with its context.
     let event_loop = EventLoop::new().unwrap();
-    let message = Rc::new(RefCell::new(String::new()));
-    let (out, task_loop) = (Rc::clone(&message), Rc::clone(&event_loop));
-    event_loop.create_task(async move {
-        let err = connect_any(&task_loop, &[closed]).await.unwrap_err();
-        *out.borrow_mut() = format!("{err:#}");
-    });
-    event_loop.run().unwrap();
+    let message = event_loop
+        .run_until_complete(async move {
+            let err = connect_any(&[closed]).await.unwrap_err();
+            format!("{err:#}")
+        })
+        .unwrap();
     assert_eq!(
-        *message.borrow(),
+        message,
         format!("connecting to {closed}: connection refused")
     );
     drop(listener);
@@ -273,7 +272,6 @@ fn a_fetch_coroutine_holds_no_buffer() {
     // The whole frame of a fetch, every sub-coroutine nested inside, is one
     // value whose size the compiler knows. It must stay small: a read buffer
     // that lived across an `.await` (16 KiB in `read_chunk`) would show here.
-    let event_loop = EventLoop::new().unwrap();
     let fetcher = Fetcher::new(
         Url::parse("http://127.0.0.1/").unwrap(),
         Rc::new(Resolver::new()),
@@ -281,8 +279,8 @@ fn a_fetch_coroutine_holds_no_buffer() {
         TEN_SECS,
         Limits::default(),
     );
-    let by_compiler = std::mem::size_of_val(&fetcher.fetch(&event_loop));
-    let by_hand = std::mem::size_of_val(&fetch_by_hand(&fetcher, &event_loop));
+    let by_compiler = std::mem::size_of_val(&fetcher.fetch());
+    let by_hand = std::mem::size_of_val(&fetch_by_hand(&fetcher));
     println!("fetch future: {by_compiler} bytes (by hand: {by_hand} bytes)");
     assert!(by_compiler < 2048, "{by_compiler} bytes");
     assert!(by_hand < 1024, "{by_hand} bytes");

@@ -1,46 +1,51 @@
 //! # The event loop: asyncio's `BaseEventLoop`, on one thread
 //!
-//! Lesson 3's loop did one main job: wait on `mio` and step the tasks that
-//! were woken, from a ready queue of task ids (with timers on the side).
-//! This loop is the one asyncio has. Everything it runs is a callback,
-//! and it keeps three sources of them:
+//! Lesson 3's loop is already asyncio's in its shape: everything it runs is
+//! a callback, and it keeps three sources of them —
 //!
-//! - the **ready queue** (`call_soon`): [`Handle`]s — callbacks in a box —
-//!   to run on the next turn;
+//! - the **ready queue** (`call_soon`): [`Handle`]s to run on the next turn;
 //! - the **timers** (`call_later`, `call_at`): handles to run at a deadline,
 //!   ordered by deadline, cancellable;
-//! - the **readers and writers** (`add_reader`, `add_writer`): the tasks to
-//!   wake when a socket becomes readable or writable, over `mio`.
+//! - the **readers and writers** (`add_reader`, `add_writer`): what to call
+//!   when a socket becomes readable or writable, over `mio`.
 //!
 //! One turn of the loop ([`EventLoop::run_once`]) waits for I/O no longer
-//! than the first timer allows, moves the callbacks of ready sockets and
-//! expired timers into the ready queue, then runs the callbacks that were in
-//! the queue at that moment — never the ones they add, which wait for the next
-//! turn. That rule is what makes a callback never run inside another one: a
-//! `Future` that completes only *schedules* its done-callbacks.
+//! than the first timer allows, calls the readers and writers of ready
+//! sockets, moves expired timers into the ready queue, then runs the
+//! callbacks that were in the queue at that moment — never the ones they
+//! add, which wait for the next turn. A task's waker is `call_soon(step)`
+//! ([`crate::task`]), so a task's step is one callback among others.
 //!
-//! Tasks are hardly special here: a task's waker calls `call_soon(step)`,
-//! like any other callback ([`crate::task`]). Two things only are done for
-//! them. The loop keeps a table from task ids to tasks, because a
-//! `std::task::Waker` must be `Send` and so cannot hold the `Rc` of a task
-//! itself. And a step goes into the ready queue as the task itself, not as
-//! a boxed closure in a handle: it is the callback the loop runs most —
-//! every wake-up of every task — and a handle would cost two allocations
-//! each time.
+//! What changed since lesson 3:
 //!
-//! ## Wakers as callbacks
+//! - a [`Handle`] can be **cancelled** (a cancelled one still in the queue is
+//!   skipped), and a [`TimerHandle`] carries its handle: asyncio's
+//!   `Handle.cancel()` and `TimerHandle.cancel()`;
+//! - [`EventLoop::run_until_complete`] and [`run`] (`asyncio.run`) stop the
+//!   loop when a coroutine's task is done;
+//! - the loop's clock is a [`Clock`] it is given, so that tests of timers
+//!   can run on a [`TestClock`] that jumps to the next deadline instead of
+//!   sleeping;
+//! - and the optimizations of the last section below, which a crawl with
+//!   ten thousand fetches waiting pays for: a reader or a timer can be a
+//!   task's waker itself, a task's step is queued without a box, and one
+//!   read buffer serves every socket.
 //!
-//! asyncio's `add_reader(fd, callback)` takes any callback. Here a socket's
-//! reader and writer are a task's [`Waker`], and so is the callback of a
-//! timer set by `sleep` ([`EventLoop::wake_at`]). A waker *is* a callback —
+//! ## Wakers as callbacks (an optimization)
+//!
+//! asyncio's `add_reader(fd, callback)` takes any callback, and so did
+//! lesson 3's: a closure that resolves a future. Here a socket's reader and
+//! writer are a task's [`Waker`], and so is the callback of a timer set by
+//! `sleep` ([`EventLoop::wake_at`]). A waker *is* a callback —
 //! a pointer and a table of functions, whose `wake` is `call_soon(step)` —
 //! and it is made once per task, so keeping one costs no allocation, where a
 //! boxed closure around it would cost two (the box and its handle) for every
 //! wait. A crawl with ten thousand fetches waiting, each on a socket and a
 //! deadline, keeps forty thousand allocations fewer that way.
 //!
-//! The loop's clock is a [`Clock`] it is given, so that tests of timers can
-//! run on a [`TestClock`] that jumps to the next deadline instead of sleeping.
+//! For the same reason a task's step goes into the ready queue as the task
+//! itself ([`Ready::Step`]), not as a closure in a handle: it is the
+//! callback the loop runs most, every wake-up of every task.
 
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -217,7 +222,7 @@ impl TimerHandle {
 }
 
 /// An entry of the ready queue.
-enum Ready {
+pub(crate) enum Ready {
     /// A callback (`call_soon`, an expired `call_later`).
     Handle(Handle),
     /// A task's next step (its waker's `call_soon(step)`).

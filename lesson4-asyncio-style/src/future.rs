@@ -1,21 +1,16 @@
 //! # `Future`: a result that is not there yet
 //!
-//! asyncio's `Future`, as lesson 3 built it, grown up. Lesson 3's future held
-//! a value and a list of callbacks, ran the callbacks itself, and knew no
-//! errors. This one:
+//! asyncio's `Future`, as lesson 3 built it, grown up. Lesson 3's future
+//! held a value, scheduled its done-callbacks with `call_soon`, and woke the
+//! task awaiting it. It knew no errors, and every awaiter got a clone of the
+//! value. This one:
 //!
 //! - holds a **result or an error** (`set_result`, `set_exception`), or is
 //!   **cancelled** (`cancel`): asyncio's three ways for a future to end;
-//! - **schedules** its done-callbacks with the loop's `call_soon` instead of
-//!   calling them. Whoever completes a future — a socket callback, another
-//!   task — is never re-entered by the code waiting on it;
-//! - implements `std::future::Future`, so a coroutine writes `fut.await`
-//!   where Python writes `await fut`. Polling a pending future records the
-//!   task's waker, and completing the future wakes it — the waker calls
-//!   `call_soon(step)`, so even that is a scheduled callback.
-//!
-//! One difference from Python is ownership: Rust moves a result out rather
-//! than sharing it, so the first `.await` (or `take_result`) takes the value.
+//!   `.await` gives `anyhow::Result<T>`, and `?` carries an error up;
+//! - moves its result out rather than sharing it (Rust's ownership, where
+//!   Python shares one object): the first `.await` (or `take_result`) takes
+//!   the value, so a result need not be `Clone`.
 //!
 //! Awaiting a future is also where a task learns it was cancelled: see
 //! [`crate::task`].

@@ -1,11 +1,11 @@
 //! # Lesson 4: a small asyncio, and the full crawler on top
 //!
 //! Lesson 3 ended with `async fn fetch` driven by the lesson's own `Task`,
-//! `Future` and a loop over `mio`: coroutines that read like blocking code.
-//! But the crawler around them was still lesson 2's shape — a fetch started
-//! for every link the moment it was found — and the runtime only stepped
-//! tasks: its futures could not fail, its tasks could not be awaited or
-//! cancelled.
+//! `Future` and an asyncio-shaped loop over `mio`: coroutines that read like
+//! blocking code. But the crawler around them was still lesson 2's shape —
+//! a fetch started for every link the moment it was found — and the
+//! runtime was the least that crawler needed: its futures could not fail,
+//! its tasks could not be cancelled, and nothing fed workers from a queue.
 //!
 //! This lesson grows that runtime into a small **asyncio**, module by module
 //! with asyncio's names, and then writes the original chapter's crawler on
@@ -15,15 +15,15 @@
 //!
 //! What changed since lesson 3:
 //!
-//! - the loop runs **callbacks** — handles, and tasks' wakers — from a ready
-//!   queue, timers and socket readiness; a task's step is one callback
-//!   among others;
-//! - `Future` holds a result *or an error*, or is cancelled, and schedules
-//!   its callbacks; `Task` is a future, and can be **cancelled** at its
-//!   `.await`;
-//! - new: `Queue` with `task_done`/`join`, `sleep`, `wait_for`, `gather`;
-//! - sockets read into one loop-wide buffer; connections are pooled;
-//! - the crawler: workers and a queue, not a coroutine per link.
+//! - handles can be cancelled; `run_until_complete` and `run`;
+//! - `Future` holds a result *or an error*, or is cancelled; `Task` can be
+//!   **cancelled** at its `.await`;
+//! - new: `Queue` with `task_done`/`join`, and `gather`;
+//! - connections are pooled (HTTP/1.1 keep-alive);
+//! - the crawler: workers and a queue, not a coroutine per link;
+//! - last, what ten thousand waiting fetches pay for: readers and timers
+//!   that are tasks' wakers, one loop-wide read buffer, coroutines written
+//!   as `async move` blocks (see `event_loop`, `socket` and `fetch`).
 //!
 //! | file | what it teaches | asyncio |
 //! |---|---|---|

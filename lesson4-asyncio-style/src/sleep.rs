@@ -5,7 +5,8 @@
 //! nothing wakes it; the timer's callback completes the future, the future
 //! wakes the task.
 //!
-//! Ours takes two steps out. The timer wakes the task itself: its callback
+//! Lesson 3's `sleep` did just that. This one takes two steps out, to save
+//! memory. The timer wakes the task itself: its callback
 //! *is* the task's waker (the loop's `wake_at`). And the sleep, polled
 //! again, compares the loop's clock with its deadline. The crawler keeps a
 //! deadline running for every fetch in flight — ten thousand of them in the

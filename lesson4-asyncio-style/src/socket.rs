@@ -1,14 +1,15 @@
 //! # An async socket: `connect`, `write_all`, `read`
 //!
-//! Lesson 3's `connect`, `send_all` and `read` were sub-coroutines written
-//! against the lesson's own loop, and `read` returned a fresh `Vec` per
-//! chunk. Here they are asyncio's `sock_connect`, `sock_sendall` and
-//! `sock_recv`, written against the loop's public API:
-//! each operation is *tried first*, and only when the system says
-//! `WouldBlock` does the coroutine install its task's waker as the socket's
-//! reader or writer, and wait. The reader is removed when the wait ends —
-//! also when it ends early, because the task was cancelled or a deadline
-//! dropped the coroutine.
+//! Lesson 3's socket is this one's: `connect`, `write_all` and `read` are
+//! asyncio's `sock_connect`, `sock_sendall` and `sock_recv`, each operation
+//! is *tried first*, and the coroutine waits only when the system says
+//! `WouldBlock`. What changed is how it waits, and what `read` returns.
+//! Lesson 3 waited the tutorial's way, on a fresh future resolved by a
+//! reader callback. Here the coroutine installs its task's waker as the
+//! socket's reader or writer ([`Socket::wait`]), and removes it when the
+//! wait ends — also when it ends early, because the task was cancelled or a
+//! deadline dropped the coroutine. And lesson 3's `read` returned a fresh
+//! `Vec` per chunk.
 //!
 //! A socket is registered with the loop once, for its whole life
 //! (`EventLoop::register`), and deregistered when dropped: waiting costs no
