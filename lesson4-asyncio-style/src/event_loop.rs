@@ -44,7 +44,7 @@
 //! deadline, keeps forty thousand allocations fewer that way.
 //!
 //! For the same reason a task's step goes into the ready queue as the task
-//! itself ([`Ready::Step`]), not as a closure in a handle: it is the
+//! itself (`Ready::Step`), not as a closure in a handle: it is the
 //! callback the loop runs most, every wake-up of every task.
 
 use std::cell::{Cell, RefCell, RefMut};
@@ -222,7 +222,7 @@ impl TimerHandle {
 }
 
 /// An entry of the ready queue.
-pub(crate) enum Ready {
+enum Ready {
     /// A callback (`call_soon`, an expired `call_later`).
     Handle(Handle),
     /// A task's next step (its waker's `call_soon(step)`).
