@@ -37,7 +37,7 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
-use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
+use shared::{report, Config, CrawlReport, FetchStatistic};
 use url::Url;
 
 use crate::event_loop::EventLoop;
@@ -119,7 +119,7 @@ impl Crawler {
     /// Queue `url` and start fetching it — or, when the socket budget is
     /// spent, put it in line. Returns at once: the tutorial's
     /// `Fetcher(url).fetch()`.
-    pub fn fetch(&mut self, event_loop: &mut EventLoop, url: Url) {
+    pub fn fetch(&mut self, event_loop: &EventLoop, url: Url) {
         self.urls_todo.insert(url.clone());
         if self.in_flight.now() < self.socket_budget && self.waiting.is_empty() {
             self.start_fetcher(event_loop, url);
@@ -130,21 +130,23 @@ impl Crawler {
 
     /// Make a `Fetcher` for `url` whose `done` callback is
     /// [`Crawler::fetched`], and start it.
-    fn start_fetcher(&mut self, event_loop: &mut EventLoop, url: Url) {
+    fn start_fetcher(&mut self, event_loop: &EventLoop, url: Url) {
         // `crawl` holds the crawler's `Rc` until the loop has ended, so this
         // always succeeds while callbacks can run.
         let Some(crawler) = self.this.upgrade() else {
             return;
         };
+        let done_loop = event_loop.clone();
         let fetcher = Fetcher::new(
+            event_loop,
             url.clone(),
             Rc::clone(&self.resolver),
             Rc::clone(&self.in_flight),
             self.timeout,
             self.limits,
-            move |event_loop, fetched| crawler.borrow_mut().fetched(event_loop, url, fetched),
+            move |fetched| crawler.borrow_mut().fetched(&done_loop, url, fetched),
         );
-        fetcher.borrow_mut().fetch(event_loop);
+        fetcher.borrow_mut().fetch();
         // `fetcher` is dropped here, but not freed: the callbacks it gave
         // the event loop (the socket's, the deadline's) hold it.
     }
@@ -153,7 +155,7 @@ impl Crawler {
     /// allows. Counted here rather than re-checking `in_flight` after each
     /// start, because a start that fails at once (no descriptor after all)
     /// adds nothing to `in_flight` and would let the whole line through.
-    fn fetch_waiting(&mut self, event_loop: &mut EventLoop) {
+    fn fetch_waiting(&mut self, event_loop: &EventLoop) {
         let free = self.socket_budget.saturating_sub(self.in_flight.now());
         for _ in 0..free {
             let Some(url) = self.waiting.pop_front() else {
@@ -169,24 +171,18 @@ impl Crawler {
     /// the event loop as the `Fetcher`'s `done` callback. Find the links,
     /// start a fetch for each new one, record the URL's line — and stop the
     /// loop when nothing is left to do.
-    fn fetched(&mut self, event_loop: &mut EventLoop, url: Url, fetched: Fetched) {
+    fn fetched(&mut self, event_loop: &EventLoop, url: Url, fetched: Fetched) {
         let stat = match fetched {
-            // No descriptor for its socket. Others are in flight, and each
-            // will close one when it ends: wait in line for that, and take
-            // the hint that the process cannot hold more sockets than it
-            // has open now.
-            Fetched::OutOfDescriptors if self.in_flight.now() > 0 => {
-                self.socket_budget = self.socket_budget.min(self.in_flight.now());
+            // No descriptor for its socket. Others were in flight, and each
+            // closes one when it ends: wait in line for that, and take the
+            // hint that the process cannot hold more sockets than they held.
+            Fetched::OutOfDescriptors { in_flight } => {
+                self.socket_budget = self.socket_budget.min(in_flight.max(1));
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
                 self.waiting.push_front(url);
                 return;
             }
-            // Nothing in flight will ever free a descriptor for it.
-            Fetched::OutOfDescriptors => FetchStatistic::failed(
-                url.as_str(),
-                FetchError::new(FailKind::Connect, "too many open files"),
-            ),
             Fetched::Done(Err(error)) => FetchStatistic::failed(url.as_str(), error),
             Fetched::Done(Ok(response)) => {
                 let Analysis {
@@ -224,7 +220,7 @@ impl Crawler {
     // ANCHOR: add_urls
     /// Mark each of `urls` seen and start fetching it, unless it was seen
     /// before. Says, for each, whether it was new: the page's `num_new_urls`.
-    fn add_urls(&mut self, event_loop: &mut EventLoop, urls: &[Url]) -> Vec<bool> {
+    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url]) -> Vec<bool> {
         urls.iter()
             .map(|url| {
                 // No lock: no other callback can run until this one returns,

@@ -14,12 +14,16 @@
 //!         callback(event_key, event_mask)
 //! ```
 //!
-//! [`EventLoop::run`] is those four lines, plus the two things a real crawler
-//! cannot do without: timers (a stuck server must not stall a fetch forever,
-//! so every fetch has a deadline — [`EventLoop::call_later`]) and a queue of
+//! [`EventLoop::run_once`] is one turn of those lines, written the way
+//! asyncio writes them, with the two things a real crawler cannot do
+//! without: timers (a stuck server must not stall a fetch forever, so every
+//! fetch has a deadline — [`EventLoop::call_later`]) and a queue of
 //! callbacks to run "soon", on the next turn of the loop rather than in the
-//! middle of whatever is running now ([`EventLoop::call_soon`], asyncio's
-//! name).
+//! middle of whatever is running now ([`EventLoop::call_soon`]). Both hand
+//! back a [`Handle`] (a [`TimerHandle`] for a timer) that can cancel the
+//! callback, and the loop reads the time from a [`Clock`], so that tests of
+//! timers can run on a [`TestClock`] that jumps to the next deadline
+//! instead of sleeping.
 //!
 //! The selector is `mio::Poll`: `epoll` on Linux, `kqueue` on the BSDs and
 //! macOS. It speaks *readiness*: "this socket is readable" means a `read` now
@@ -29,300 +33,641 @@
 //! read (or write) until `WouldBlock`, or it will not hear about the bytes it
 //! left behind.
 //!
-//! ## Who owns a callback? (the Rust part of this lesson)
+//! ## asyncio's calls for sockets
 //!
-//! In Python, `selector.register(fd, EVENT_WRITE, self.connected)` stores a
-//! bound method in the selector, and the loop calls it. In Rust the loop
-//! stores a `Box<dyn FnMut(&mut EventLoop)>` per [`Token`]. The callback gets
-//! `&mut EventLoop` because it must be able to register, modify and
-//! unregister sockets and start timers — that is how a fetch moves from one
-//! step to the next and how a finished page starts new fetches.
+//! A socket is registered once, for both directions, for its whole life
+//! ([`EventLoop::register`]). Then [`EventLoop::add_writer`] says what to
+//! call while it is writable, until [`EventLoop::remove_writer`], and
+//! [`EventLoop::add_reader`] the same for readable: asyncio's names for the
+//! tutorial's `selector.register(fd, EVENT_WRITE, callback)`. A fetch moves
+//! from one step to the next by installing the next step's callback.
 //!
-//! But a callback *stored inside* the loop cannot be called with `&mut` to
-//! that same loop: that would be two mutable borrows of one value. So the
-//! loop **takes the callback out of its slot** while it runs, and puts it
-//! back afterwards — unless the callback replaced itself (`modify`) or
-//! removed itself (`unregister`) meanwhile. The state a callback works on
-//! (the socket, the bytes read so far) cannot live on the stack between two
-//! callbacks, so it lives in an object the closures share: see `Fetcher` in
-//! `fetch.rs`.
+//! ## A loop every callback can reach (the Rust part of this lesson)
+//!
+//! In Python, a callback reaches the selector as a global and changes it
+//! whenever it likes. A Rust callback that must add a reader or start a
+//! timer needs the loop too — but the callback is *stored in* the loop, and
+//! a function stored in a value cannot be handed `&mut` to that same value:
+//! that would be two mutable borrows of one thing.
+//!
+//! So the loop is a cheap handle, as asyncio objects each keep their
+//! `_loop`: [`EventLoop`] is an `Rc`, a fetch keeps a clone, and every
+//! method takes `&self`. What changes sits in `Cell`s and `RefCell`s, each
+//! borrowed for the length of one method and **never while a callback
+//! runs**: the loop clones a reader's `Rc` out of its table, or pops a
+//! handle off its queue, before calling it. Callbacks therefore take no
+//! arguments; the state a callback works on (the socket, the bytes read so
+//! far) lives in an object its closures share: see `Fetcher` in `fetch.rs`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
+use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
 use mio::event::Source;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 
-/// What runs when a registered socket becomes ready. It may run many times
-/// (every readiness event), hence `FnMut`; it gets the loop so it can
-/// register, modify or unregister sockets and start timers.
-pub type Callback = Box<dyn FnMut(&mut EventLoop)>;
+/// Where the loop reads the time.
+///
+/// The real loop asks the system; a test hands the loop a [`TestClock`] so
+/// that a 30-second timer fires at once and the test can check *when*, in
+/// loop time, it fired.
+pub trait Clock {
+    /// The current time.
+    fn now(&self) -> Instant;
 
-/// What runs once: a timer's callback, or one scheduled with `call_soon`.
-pub type Handle = Box<dyn FnOnce(&mut EventLoop)>;
-
-/// Names one pending timer, so it can be cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TimerHandle {
-    /// When the timer is due.
-    when: Instant,
-    /// Breaks ties between timers due at the same instant: the one started
-    /// first runs first.
-    seq: u64,
+    /// The loop has nothing to run until `deadline` (its first timer): how
+    /// long may it block waiting for I/O? The real clock answers "until the
+    /// deadline"; a test clock moves itself to the deadline and answers zero.
+    fn idle_until(&self, deadline: Instant) -> Duration {
+        deadline.saturating_duration_since(self.now())
+    }
 }
 
-/// A single-threaded event loop over `mio::Poll`.
-pub struct EventLoop {
-    /// The selector: `epoll` here. Sockets are registered with it under a
-    /// [`Token`], and it hands back the tokens of sockets that became ready.
-    poll: Poll,
-    /// Reused buffer for the readiness events of one `poll` call.
-    events: Events,
-    /// Token → the callback registered for that socket (the tutorial's
-    /// `event_key.data`). The slot is `None` while its callback is running
-    /// (it has been taken out to be called with `&mut self`).
-    callbacks: HashMap<Token, Option<Callback>>,
-    /// The next token to hand out. Tokens are never reused: an event for a
-    /// socket unregistered earlier in the same batch then finds no callback,
-    /// instead of waking whatever socket was registered under its old token.
-    next_token: usize,
-    /// Callbacks to run on the next turn of the loop (`call_soon`), in order.
-    ready: VecDeque<Handle>,
-    /// Pending timers ordered by due time, then by the order they were
-    /// started, so the first due is always the first entry.
-    timers: BTreeMap<TimerHandle, Handle>,
-    /// The `seq` of the next timer.
-    next_timer: u64,
-    /// Set by [`EventLoop::stop`]: the tutorial's `stopped` flag.
-    stopped: bool,
+/// The system's monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
 }
 
-impl EventLoop {
-    /// A loop with nothing registered.
-    pub fn new() -> io::Result<EventLoop> {
-        Ok(EventLoop {
-            poll: Poll::new()?,
-            events: Events::with_capacity(1024),
-            callbacks: HashMap::new(),
-            next_token: 0,
-            ready: VecDeque::new(),
-            timers: BTreeMap::new(),
-            next_timer: 0,
-            stopped: false,
+/// A clock that only moves when told to, or when the loop would otherwise
+/// sleep until a timer (then it jumps straight to that timer's deadline).
+#[derive(Debug)]
+pub struct TestClock {
+    /// The time the loop sees.
+    now: Cell<Instant>,
+}
+
+impl TestClock {
+    /// A clock standing at the present moment.
+    pub fn new() -> Rc<TestClock> {
+        Rc::new(TestClock {
+            now: Cell::new(Instant::now()),
         })
     }
 
+    /// Move the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.now.set(self.now.get() + by);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Instant {
+        self.now.get()
+    }
+
+    fn idle_until(&self, deadline: Instant) -> Duration {
+        if deadline > self.now.get() {
+            self.now.set(deadline);
+        }
+        Duration::ZERO
+    }
+}
+
+/// A scheduled callback: asyncio's `Handle`.
+///
+/// `call_soon` and the timers of `call_later` make one, and it runs once.
+/// Cancelling a handle drops its callback at once, releasing whatever the
+/// callback captured; a cancelled handle still sitting in the ready queue is
+/// skipped.
+#[derive(Clone)]
+pub struct Handle {
+    /// Shared by the ready queue (or the timers) and by whoever may cancel it.
+    inner: Rc<HandleInner>,
+}
+
+struct HandleInner {
+    /// The callback; `None` once it has run or was cancelled.
+    callback: RefCell<Option<Box<dyn FnOnce()>>>,
+    /// Set by `cancel`. A separate flag because the callback slot is also
+    /// empty once the callback has run.
+    cancelled: Cell<bool>,
+}
+
+impl Handle {
+    fn new(callback: impl FnOnce() + 'static) -> Handle {
+        Handle {
+            inner: Rc::new(HandleInner {
+                callback: RefCell::new(Some(Box::new(callback))),
+                cancelled: Cell::new(false),
+            }),
+        }
+    }
+
+    /// Do not run this callback.
+    pub fn cancel(&self) {
+        self.inner.cancelled.set(true);
+        // Take the box out before dropping it: dropping a closure can run
+        // destructors that reach back into this handle.
+        let callback = self.inner.callback.borrow_mut().take();
+        drop(callback);
+    }
+
+    /// Was `cancel` called?
+    pub fn cancelled(&self) -> bool {
+        self.inner.cancelled.get()
+    }
+
+    /// Run the callback, unless cancelled (then it is gone). It is taken out
+    /// of the `RefCell` first, so it may cancel this very handle.
+    fn run(&self) {
+        let callback = self.inner.callback.borrow_mut().take();
+        if let Some(callback) = callback {
+            callback();
+        }
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("cancelled", &self.cancelled())
+            .finish()
+    }
+}
+
+/// What runs while a socket is ready: asyncio's reader (or writer). It may
+/// run many times, and the loop calls it through a clone of the `Rc`, so
+/// the table of sockets is not borrowed while it runs.
+pub type Callback = Rc<dyn Fn()>;
+
+/// A callback scheduled for a deadline: asyncio's `TimerHandle`.
+/// Cancelling it removes it from the loop's timers at once, so a crawl that
+/// sets and cancels a 30-second deadline per fetch does not pile up dead timers.
+#[derive(Debug)]
+pub struct TimerHandle {
+    /// The callback, as for any handle.
+    handle: Handle,
+    /// The timer's key in the loop's `timers`.
+    key: TimerKey,
+    /// The loop, to remove the timer from. Weak: a timer must not keep a
+    /// closed loop alive.
+    event_loop: Weak<LoopInner>,
+}
+
+impl TimerHandle {
+    /// Do not run this callback; forget the timer.
+    pub fn cancel(&self) {
+        self.handle.cancel();
+        if let Some(inner) = self.event_loop.upgrade() {
+            let removed = inner.timers.borrow_mut().remove(&self.key);
+            drop(removed);
+        }
+    }
+
+    /// Was `cancel` called?
+    pub fn cancelled(&self) -> bool {
+        self.handle.cancelled()
+    }
+
+    /// When the callback is due.
+    pub fn when(&self) -> Instant {
+        self.key.0
+    }
+}
+
+/// A timer's key in the loop's `timers`: its deadline, then a sequence
+/// number so that two timers with the same deadline stay distinct.
+type TimerKey = (Instant, u64);
+
+/// What the loop knows about one registered socket.
+#[derive(Default)]
+struct IoSlot {
+    /// Is this token handed out? (Free slots are reused.)
+    in_use: bool,
+    /// `add_reader`'s callback, called on every readable (or closed, or
+    /// error) event until removed.
+    reader: Option<Callback>,
+    /// `add_writer`'s callback, called on every writable (or error) event.
+    writer: Option<Callback>,
+}
+
+/// The event loop. A cheap handle (`Rc`): every fetch keeps one, as
+/// asyncio objects keep their `_loop`.
+#[derive(Clone)]
+pub struct EventLoop {
+    /// Shared by every handle to the loop.
+    inner: Rc<LoopInner>,
+}
+
+struct LoopInner {
+    /// Callbacks to run on the next turn, in the order they were scheduled.
+    ready: RefCell<VecDeque<Handle>>,
+    /// Timers by (deadline, sequence number). A `BTreeMap` rather than a heap
+    /// so that `TimerHandle::cancel` can remove its entry right away.
+    timers: RefCell<BTreeMap<TimerKey, Handle>>,
+    /// The next timer sequence number.
+    timer_seq: Cell<u64>,
+    /// The selector. Borrowed only inside `run_once`'s wait.
+    poll: RefCell<Poll>,
+    /// A handle to the selector's registry, so sockets can be registered from
+    /// callbacks while no one holds `poll`.
+    registry: Registry,
+    /// The buffer `poll` fills with events; kept to avoid an allocation per turn.
+    events: RefCell<Events>,
+    /// Registered sockets, indexed by their `mio::Token`.
+    io: RefCell<Vec<IoSlot>>,
+    /// Tokens of freed slots, reused before the table grows.
+    free_tokens: RefCell<Vec<usize>>,
+    /// `stop()` was called: finish this turn, then leave `run_forever`.
+    stopping: Cell<bool>,
+    /// Is `run_forever` running?
+    running: Cell<bool>,
+    /// `close()` was called: nothing may be scheduled any more.
+    closed: Cell<bool>,
+    /// Where the loop reads the time.
+    clock: Rc<dyn Clock>,
+}
+
+/// How many readiness events one `poll` may return.
+const EVENTS_CAPACITY: usize = 1024;
+
+impl EventLoop {
+    /// A loop on the system clock.
+    pub fn new() -> io::Result<EventLoop> {
+        EventLoop::with_clock(Rc::new(SystemClock))
+    }
+
+    /// A loop reading the time from `clock` (tests pass a [`TestClock`]).
+    pub fn with_clock(clock: Rc<dyn Clock>) -> io::Result<EventLoop> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        Ok(EventLoop {
+            inner: Rc::new(LoopInner {
+                ready: RefCell::new(VecDeque::new()),
+                timers: RefCell::new(BTreeMap::new()),
+                timer_seq: Cell::new(0),
+                poll: RefCell::new(poll),
+                registry,
+                events: RefCell::new(Events::with_capacity(EVENTS_CAPACITY)),
+                io: RefCell::new(Vec::new()),
+                free_tokens: RefCell::new(Vec::new()),
+                stopping: Cell::new(false),
+                running: Cell::new(false),
+                closed: Cell::new(false),
+                clock,
+            }),
+        })
+    }
+
+    /// The loop's current time.
+    pub fn time(&self) -> Instant {
+        self.inner.clock.now()
+    }
+
+    // ANCHOR: call_soon
+    /// Schedule `callback` to run on the next turn of the loop, after the
+    /// callbacks already scheduled.
+    pub fn call_soon(&self, callback: impl FnOnce() + 'static) -> Handle {
+        let handle = Handle::new(callback);
+        self.push_ready(handle.clone());
+        handle
+    }
+    // ANCHOR_END: call_soon
+
+    fn push_ready(&self, handle: Handle) {
+        // A closed loop never runs anything again; keeping the callback would
+        // only keep what it captured alive.
+        if self.inner.closed.get() {
+            handle.cancel();
+            return;
+        }
+        self.inner.ready.borrow_mut().push_back(handle);
+    }
+
+    // ANCHOR: call_later
+    /// Schedule `callback` to run `delay` from now.
+    pub fn call_later(&self, delay: Duration, callback: impl FnOnce() + 'static) -> TimerHandle {
+        self.call_at(self.time() + delay, callback)
+    }
+
+    /// Schedule `callback` to run at `when`. Timers due at the same instant
+    /// run in the order they were started.
+    pub fn call_at(&self, when: Instant, callback: impl FnOnce() + 'static) -> TimerHandle {
+        let handle = Handle::new(callback);
+        let key = self.add_timer(when, handle.clone());
+        if self.inner.closed.get() {
+            handle.cancel();
+        }
+        TimerHandle {
+            handle,
+            key,
+            event_loop: Rc::downgrade(&self.inner),
+        }
+    }
+    // ANCHOR_END: call_later
+
+    /// Enter a timer under a fresh key (a closed loop keeps none).
+    fn add_timer(&self, when: Instant, callback: Handle) -> TimerKey {
+        let seq = self.inner.timer_seq.get();
+        self.inner.timer_seq.set(seq + 1);
+        let key = (when, seq);
+        if !self.inner.closed.get() {
+            self.inner.timers.borrow_mut().insert(key, callback);
+        }
+        key
+    }
+
     // ANCHOR: register
-    /// Watch `source` for `interest` (readable or writable) and call
-    /// `callback` each time it becomes ready: `selector.register(fd, events,
-    /// callback)`. The returned token names this registration.
-    pub fn register<S, F>(
-        &mut self,
-        source: &mut S,
-        interest: Interest,
-        callback: F,
-    ) -> io::Result<Token>
-    where
-        S: Source + ?Sized,
-        F: FnMut(&mut EventLoop) + 'static,
-    {
-        let token = Token(self.next_token);
-        self.next_token += 1;
-        self.poll.registry().register(source, token, interest)?;
-        self.callbacks.insert(token, Some(Box::new(callback)));
-        Ok(token)
-    }
-
-    /// Change what a registered socket waits for and what runs when it is
-    /// ready: `selector.modify(fd, events, callback)`. A fetch calls this to
-    /// move from its `connected` step to its `read_response` step.
+    /// Register a socket with the loop's selector, for both directions, once
+    /// for its whole life. Readiness is then routed to whatever reader or
+    /// writer callback is installed at the time.
     ///
-    /// Re-arming with `epoll_ctl(MOD)` also reports readiness that is already
-    /// there, so a response that arrived before the switch is not missed.
-    pub fn modify<S, F>(
-        &mut self,
-        source: &mut S,
-        token: Token,
-        interest: Interest,
-        callback: F,
-    ) -> io::Result<()>
-    where
-        S: Source + ?Sized,
-        F: FnMut(&mut EventLoop) + 'static,
-    {
-        self.poll.registry().reregister(source, token, interest)?;
-        // If this runs inside the callback being replaced, its slot is empty
-        // now; filling it tells `dispatch` not to put the old one back.
-        self.callbacks.insert(token, Some(Box::new(callback)));
-        Ok(())
+    /// `mio` is edge-triggered: it reports a socket when it *becomes* ready,
+    /// not while it stays ready. So a woken reader only means "try now";
+    /// the socket code always tries the operation first and waits only after
+    /// the system said `WouldBlock` — then the next edge is sure to come.
+    pub fn register(&self, source: &mut impl Source) -> io::Result<Token> {
+        if self.inner.closed.get() {
+            return Err(io::Error::other("the event loop is closed"));
+        }
+        let index = {
+            let mut io = self.inner.io.borrow_mut();
+            match self.inner.free_tokens.borrow_mut().pop() {
+                Some(index) => index,
+                None => {
+                    io.push(IoSlot::default());
+                    io.len() - 1
+                }
+            }
+        };
+        let token = Token(index);
+        match self
+            .inner
+            .registry
+            .register(source, token, Interest::READABLE | Interest::WRITABLE)
+        {
+            Ok(()) => {
+                self.inner.io.borrow_mut()[index].in_use = true;
+                Ok(token)
+            }
+            Err(err) => {
+                self.inner.free_tokens.borrow_mut().push(index);
+                Err(err)
+            }
+        }
     }
 
-    /// Stop watching `source`: `selector.unregister(fd)`. Its callback is
-    /// dropped (after it returns, if it is the one running), together with
-    /// everything it captured.
-    pub fn unregister<S>(&mut self, source: &mut S, token: Token) -> io::Result<()>
-    where
-        S: Source + ?Sized,
-    {
-        // Forget the callback even if the OS call fails: a socket we no
-        // longer listen to must never call back into a finished fetch.
-        self.callbacks.remove(&token);
-        self.poll.registry().deregister(source)
+    /// Forget a socket: remove it from the selector and drop its callbacks.
+    pub fn deregister(&self, source: &mut impl Source, token: Token) {
+        // The socket is about to be closed; a failure here changes nothing.
+        let _ = self.inner.registry.deregister(source);
+        let callbacks = {
+            let mut io = self.inner.io.borrow_mut();
+            match io.get_mut(token.0) {
+                Some(slot) if slot.in_use => {
+                    slot.in_use = false;
+                    (slot.reader.take(), slot.writer.take())
+                }
+                _ => return,
+            }
+        };
+        self.inner.free_tokens.borrow_mut().push(token.0);
+        // Dropped outside the borrow, like every callback.
+        drop(callbacks);
     }
     // ANCHOR_END: register
 
-    /// Run `callback` on the next turn of the loop, after the callbacks
-    /// already scheduled (asyncio's `call_soon`). Used to report a result
-    /// from code that may itself be running inside someone else's callback,
-    /// where calling back directly would re-enter it.
-    pub fn call_soon<F>(&mut self, callback: F)
-    where
-        F: FnOnce(&mut EventLoop) + 'static,
-    {
-        self.ready.push_back(Box::new(callback));
+    // ANCHOR: add_reader
+    /// Call `callback` whenever the socket `token` becomes readable (or is
+    /// closed, or fails), until [`EventLoop::remove_reader`]: asyncio's
+    /// `add_reader(fd, callback)`. Replaces any reader already installed.
+    pub fn add_reader(&self, token: Token, callback: impl Fn() + 'static) -> io::Result<()> {
+        self.replace_callback(token, Direction::Read, Some(Rc::new(callback)))?;
+        Ok(())
     }
 
-    /// Run `callback` once, `delay` from now (asyncio's `call_later`).
-    pub fn call_later<F>(&mut self, delay: Duration, callback: F) -> TimerHandle
-    where
-        F: FnOnce(&mut EventLoop) + 'static,
-    {
-        self.call_at(Instant::now() + delay, callback)
+    /// Stop watching `token` for reading. Returns whether a reader was installed.
+    pub fn remove_reader(&self, token: Token) -> bool {
+        matches!(
+            self.replace_callback(token, Direction::Read, None),
+            Ok(Some(_))
+        )
+    }
+    // ANCHOR_END: add_reader
+
+    /// Call `callback` whenever the socket `token` becomes writable (or
+    /// fails), until [`EventLoop::remove_writer`].
+    pub fn add_writer(&self, token: Token, callback: impl Fn() + 'static) -> io::Result<()> {
+        self.replace_callback(token, Direction::Write, Some(Rc::new(callback)))?;
+        Ok(())
     }
 
-    /// Run `callback` once, at `when` (asyncio's `call_at`). Timers due at the
-    /// same instant run in the order they were started.
-    pub fn call_at<F>(&mut self, when: Instant, callback: F) -> TimerHandle
-    where
-        F: FnOnce(&mut EventLoop) + 'static,
-    {
-        let handle = TimerHandle {
-            when,
-            seq: self.next_timer,
+    /// Stop watching `token` for writing. Returns whether a writer was installed.
+    pub fn remove_writer(&self, token: Token) -> bool {
+        matches!(
+            self.replace_callback(token, Direction::Write, None),
+            Ok(Some(_))
+        )
+    }
+
+    /// Put `new` in the reader or writer place of `token`'s slot, and
+    /// return the callback that was there, if any.
+    fn replace_callback(
+        &self,
+        token: Token,
+        direction: Direction,
+        new: Option<Callback>,
+    ) -> io::Result<Option<Callback>> {
+        let old = {
+            let mut io = self.inner.io.borrow_mut();
+            let slot = match io.get_mut(token.0) {
+                Some(slot) if slot.in_use => slot,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "socket is not registered with this loop",
+                    ))
+                }
+            };
+            let place = match direction {
+                Direction::Read => &mut slot.reader,
+                Direction::Write => &mut slot.writer,
+            };
+            std::mem::replace(place, new)
         };
-        self.next_timer += 1;
-        self.timers.insert(handle, Box::new(callback));
-        handle
+        // Returned, so dropped outside the borrow: dropping a callback may
+        // drop something whose destructor calls back into the loop.
+        Ok(old)
     }
 
-    /// Cancel a pending timer; `false` when it already ran or was cancelled.
-    /// Its callback is dropped unrun.
-    pub fn cancel(&mut self, timer: TimerHandle) -> bool {
-        self.timers.remove(&timer).is_some()
+    // ANCHOR: run_once
+    /// One turn of the loop: wait for I/O (no longer than the first timer
+    /// allows), call the callbacks of ready sockets, queue the expired
+    /// timers, then run the callbacks that are queued *now*.
+    pub fn run_once(&self) -> io::Result<()> {
+        let inner = &self.inner;
+        let timeout = if !inner.ready.borrow().is_empty() || inner.stopping.get() {
+            Some(Duration::ZERO)
+        } else {
+            let first = inner.timers.borrow().keys().next().map(|key| key.0);
+            first.map(|deadline| inner.clock.idle_until(deadline))
+        };
+
+        {
+            let mut events = inner.events.borrow_mut();
+            let waited = inner.poll.borrow_mut().poll(&mut events, timeout);
+            match waited {
+                Ok(()) => {}
+                // A signal cut the wait short: nothing happened, try again.
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => events.clear(),
+                Err(err) => return Err(err),
+            }
+            for event in events.iter() {
+                // Cloned out of the table (a reference count, no allocation):
+                // the table is not borrowed while the callbacks run.
+                let (reader, writer) = match inner.io.borrow().get(event.token().0) {
+                    Some(slot) => (slot.reader.clone(), slot.writer.clone()),
+                    None => (None, None),
+                };
+                // An error or a hang-up calls both sides: whoever is waiting
+                // must try their operation and meet the error.
+                let failed = event.is_error();
+                if event.is_readable() || event.is_read_closed() || failed {
+                    if let Some(reader) = reader {
+                        reader();
+                    }
+                }
+                if event.is_writable() || event.is_write_closed() || failed {
+                    if let Some(writer) = writer {
+                        writer();
+                    }
+                }
+            }
+        }
+
+        // Expired timers join the ready queue in deadline order.
+        let now = inner.clock.now();
+        loop {
+            let expired = {
+                let mut timers = inner.timers.borrow_mut();
+                match timers.first_entry() {
+                    Some(entry) if entry.key().0 <= now => Some(entry.remove()),
+                    _ => None,
+                }
+            };
+            match expired {
+                Some(handle) => self.push_ready(handle),
+                None => break,
+            }
+        }
+
+        // Only what is queued now: callbacks scheduled by these callbacks
+        // wait for the next turn, after the next poll for I/O.
+        let ntodo = inner.ready.borrow().len();
+        for _ in 0..ntodo {
+            let handle = inner.ready.borrow_mut().pop_front();
+            match handle {
+                Some(handle) => handle.run(),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+    // ANCHOR_END: run_once
+
+    // ANCHOR: run_forever
+    /// Run turns until [`EventLoop::stop`] is called — or until there is
+    /// nothing left to wait for, which a correct program never reaches with
+    /// work undone, but which must end the loop rather than block in `poll`
+    /// forever (nothing could ever call `stop`).
+    pub fn run_forever(&self) -> io::Result<()> {
+        if self.inner.running.get() {
+            return Err(io::Error::other("this event loop is already running"));
+        }
+        if self.inner.closed.get() {
+            return Err(io::Error::other("the event loop is closed"));
+        }
+        self.inner.running.set(true);
+        let result = loop {
+            if !self.has_work() {
+                break Ok(());
+            }
+            if let Err(err) = self.run_once() {
+                break Err(err);
+            }
+            if self.inner.stopping.get() {
+                break Ok(());
+            }
+        };
+        self.inner.running.set(false);
+        self.inner.stopping.set(false);
+        result
     }
 
-    /// Make [`EventLoop::run`] return once the callback now running returns.
-    pub fn stop(&mut self) {
-        self.stopped = true;
+    /// Leave `run_forever` after the current turn.
+    pub fn stop(&self) {
+        self.inner.stopping.set(true);
     }
+    // ANCHOR_END: run_forever
 
     /// Is anything registered, scheduled or pending? If not, nothing can ever
-    /// call [`EventLoop::stop`], and waiting would be waiting forever.
+    /// call a callback again.
     pub fn has_work(&self) -> bool {
-        !self.callbacks.is_empty() || !self.ready.is_empty() || !self.timers.is_empty()
+        self.registered() > 0
+            || !self.inner.ready.borrow().is_empty()
+            || !self.inner.timers.borrow().is_empty()
     }
 
-    /// How many sockets are registered.
-    pub fn registered(&self) -> usize {
-        self.callbacks.len()
-    }
-
-    // ANCHOR: run
-    /// Turn readiness events into callbacks until [`EventLoop::stop`] is
-    /// called — or until there is nothing left to wait for, which a correct
-    /// program never reaches with work undone, but which must end the loop
-    /// rather than block in `poll` forever.
-    pub fn run(&mut self) -> io::Result<()> {
-        while !self.stopped && self.has_work() {
-            self.run_once()?;
-        }
-        // Reset, so that a stopped loop can be run again.
-        self.stopped = false;
-        Ok(())
-    }
-
-    /// One turn: wait for events (no longer than the next timer is due), call
-    /// the callback of every ready socket, then the timers that are due, then
-    /// what was scheduled with `call_soon` before this turn began.
-    pub fn run_once(&mut self) -> io::Result<()> {
-        let timeout = self.poll_timeout();
-        match self.poll.poll(&mut self.events, timeout) {
-            Ok(()) => {}
-            // A signal interrupted the wait: not an error, just no events.
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => self.events.clear(),
-            Err(e) => return Err(e),
-        }
-        // Copy the tokens out: `self.events` cannot stay borrowed while the
-        // callbacks get `&mut self`.
-        let tokens: Vec<Token> = self.events.iter().map(|event| event.token()).collect();
-        for token in tokens {
-            self.dispatch(token);
-        }
-        self.run_due_timers();
-        // Only what was scheduled before now: a callback that schedules
-        // another with `call_soon` must not keep this turn going forever.
-        for _ in 0..self.ready.len() {
-            if let Some(handle) = self.ready.pop_front() {
-                handle(self);
-            }
-        }
-        Ok(())
-    }
-    // ANCHOR_END: run
-
-    // ANCHOR: dispatch
-    /// Call the callback registered under `token`, if there still is one.
-    fn dispatch(&mut self, token: Token) {
-        // Take the callback out of the map: it needs `&mut self`, and the
-        // map is part of `self`. A stale token (unregistered by an earlier
-        // callback of this batch) finds nothing and is skipped.
-        let Some(mut callback) = self.callbacks.get_mut(&token).and_then(Option::take) else {
+    /// Drop everything the loop still holds — callbacks, timers — and refuse
+    /// new work. Callbacks hold fetches that hold the loop, so this is also
+    /// what frees whatever a crawl left behind.
+    pub fn close(&self) {
+        if self.inner.running.get() || self.inner.closed.get() {
             return;
-        };
-        callback(self);
-        // Put it back — unless it unregistered itself (the slot is gone) or
-        // replaced itself with `modify` (the slot is full again).
-        if let Some(slot @ None) = self.callbacks.get_mut(&token) {
-            *slot = Some(callback);
         }
-    }
-    // ANCHOR_END: dispatch
-
-    /// How long `poll` may block: not at all when callbacks are waiting to
-    /// run, until the first timer is due when there is one, else forever.
-    fn poll_timeout(&self) -> Option<Duration> {
-        if !self.ready.is_empty() {
-            return Some(Duration::ZERO);
-        }
-        self.timers
-            .keys()
-            .next()
-            .map(|first| first.when.saturating_duration_since(Instant::now()))
+        self.inner.closed.set(true);
+        // Each collection is taken out before it is dropped: the destructors
+        // of what it holds may call back into the loop (a socket deregisters
+        // itself), and must not find a `RefCell` borrowed.
+        let ready = std::mem::take(&mut *self.inner.ready.borrow_mut());
+        drop(ready);
+        let timers = std::mem::take(&mut *self.inner.timers.borrow_mut());
+        drop(timers);
+        let io = std::mem::take(&mut *self.inner.io.borrow_mut());
+        self.inner.free_tokens.borrow_mut().clear();
+        drop(io);
     }
 
-    /// Run every timer whose time has come, earliest first.
-    fn run_due_timers(&mut self) {
-        let now = Instant::now();
-        // Only timers due by `now`: a timer that starts a zero-delay timer
-        // gets it run on the next turn, after I/O has had its chance.
-        while let Some(entry) = self.timers.first_entry() {
-            if entry.key().when > now {
-                break;
-            }
-            let handle = entry.remove();
-            handle(self);
-        }
+    /// Is the loop running?
+    pub fn is_running(&self) -> bool {
+        self.inner.running.get()
+    }
+
+    /// Was `close` called?
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// Number of sockets registered.
+    pub fn registered(&self) -> usize {
+        self.inner.io.borrow().len() - self.inner.free_tokens.borrow().len()
+    }
+
+    /// Number of timers set and not yet fired or cancelled.
+    pub fn pending_timers(&self) -> usize {
+        self.inner.timers.borrow().len()
     }
 }
 
 impl std::fmt::Debug for EventLoop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventLoop")
-            .field("registered", &self.callbacks.len())
-            .field("ready", &self.ready.len())
-            .field("timers", &self.timers.len())
-            .field("stopped", &self.stopped)
+            .field("registered", &self.registered())
+            .field("ready", &self.inner.ready.borrow().len())
+            .field("timers", &self.inner.timers.borrow().len())
             .finish()
     }
+}
+
+#[derive(Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
 }

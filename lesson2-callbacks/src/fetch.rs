@@ -31,8 +31,10 @@
 //! [`Fetcher::bind`] makes the equivalent: a closure holding one `Rc` to the
 //! fetcher, which borrows it and calls the method. The event loop keeps the
 //! closures; the closures keep the fetcher alive. When the fetch ends, its
-//! socket is unregistered and its timer cancelled, the closures are dropped,
-//! and with the last `Rc` the fetcher is freed.
+//! socket is deregistered and its timer cancelled, the closures are dropped,
+//! and with the last `Rc` the fetcher is freed. The fetcher keeps a handle
+//! to the loop, as asyncio objects keep their `_loop`, so a step can install
+//! the next step's callback.
 //!
 //! ## What mio requires of us
 //!
@@ -45,7 +47,9 @@
 //!   `WouldBlock` just means "wait for the next event".
 //! - Events are **edge-triggered**: after an event, keep reading (or
 //!   writing) until `WouldBlock`, or the bytes left behind may never be
-//!   announced again.
+//!   announced again. For the same reason a step that installs a callback
+//!   first tries its operation at once: an edge that came while no callback
+//!   was installed is not announced twice.
 //! - A write may take only part of the request: keep the rest and continue
 //!   when the socket is writable again.
 
@@ -57,7 +61,7 @@ use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use mio::net::TcpStream;
-use mio::{Interest, Token};
+use mio::Token;
 use url::Url;
 
 use shared::http::{get_request, Limits, Response, ResponseParser, Version};
@@ -72,20 +76,25 @@ pub enum Fetched {
     /// The fetch ran: the response, or why there is none (what lesson 1's
     /// `fetch` returns).
     Done(Result<Response, FetchError>),
-    /// There was no file descriptor left for the socket. Not this URL's
-    /// fault: the crawler puts it back in line until another fetch closes
-    /// its socket.
-    OutOfDescriptors,
+    /// There was no file descriptor left for the socket, while other
+    /// fetches held one. Not this URL's fault: the crawler puts it back in
+    /// line until another fetch closes its socket.
+    OutOfDescriptors {
+        /// How many fetches held a socket then: as many as the process can
+        /// hold. Counted here, because `done` hears of it a turn later, when
+        /// some of them may have ended already.
+        in_flight: usize,
+    },
 }
 
 /// How many bytes each `read` may return (as in lesson 1).
 const READ_CHUNK: usize = 16 * 1024;
 
 /// What the crawler wants called when a fetch ends.
-pub type Done = Box<dyn FnOnce(&mut EventLoop, Fetched)>;
+pub type Done = Box<dyn FnOnce(Fetched)>;
 
 /// One step of a fetch: a method run by the event loop.
-type Step = fn(&mut Fetcher, &mut EventLoop);
+type Step = fn(&mut Fetcher);
 
 // ANCHOR: fetcher
 /// The state of one fetch, kept between its callbacks (the tutorial's
@@ -93,6 +102,8 @@ type Step = fn(&mut Fetcher, &mut EventLoop);
 pub struct Fetcher {
     /// The URL being fetched (the tutorial's `self.url`).
     url: Url,
+    /// The loop this fetch runs on, where each step installs the next.
+    event_loop: EventLoop,
     /// The `Rc` this fetcher lives in, so that a step can hand the event
     /// loop a callback bound to this fetcher. `Weak`: a fetcher must not keep
     /// itself alive; the loop's callbacks do that.
@@ -133,6 +144,7 @@ impl Fetcher {
     /// A fetcher for `url` that will call `done` when it ends. Nothing
     /// happens until [`Fetcher::fetch`].
     pub fn new<F>(
+        event_loop: &EventLoop,
         url: Url,
         resolver: Rc<Resolver>,
         in_flight: Rc<InFlight>,
@@ -141,12 +153,13 @@ impl Fetcher {
         done: F,
     ) -> Rc<RefCell<Fetcher>>
     where
-        F: FnOnce(&mut EventLoop, Fetched) + 'static,
+        F: FnOnce(Fetched) + 'static,
     {
         Rc::new_cyclic(|this| {
             RefCell::new(Fetcher {
                 request: get_request(&url, Version::Http10Close),
                 url,
+                event_loop: event_loop.clone(),
                 this: this.clone(),
                 resolver,
                 in_flight,
@@ -166,45 +179,50 @@ impl Fetcher {
     // ANCHOR: fetch
     /// Start the fetch: arm the deadline, resolve the host, start
     /// connecting. Returns at once; the event loop does the rest.
-    pub fn fetch(&mut self, event_loop: &mut EventLoop) {
+    pub fn fetch(&mut self) {
         let timed_out = self.bind(Fetcher::timed_out);
-        self.timer = Some(event_loop.call_later(self.timeout, timed_out));
+        self.timer = Some(self.event_loop.call_later(self.timeout, timed_out));
         // Resolving blocks (the C library has no non-blocking lookup), but
         // only on a host's first URL: the resolver caches the answer.
         match self.resolver.resolve(&self.url) {
-            Ok(addrs) => self.connect_any(event_loop, addrs),
-            Err(err) => self.finish(event_loop, Fetched::Done(Err(err))),
+            Ok(addrs) => self.connect_any(addrs),
+            Err(err) => self.finish(Fetched::Done(Err(err))),
         }
     }
 
     /// Connect to the first of `addrs` that accepts: `connect` to each in
     /// turn, from the callback of the one before when it fails.
-    pub fn connect_any(&mut self, event_loop: &mut EventLoop, addrs: Vec<SocketAddr>) {
+    pub fn connect_any(&mut self, addrs: Vec<SocketAddr>) {
         self.addrs = addrs.into();
-        self.connect(event_loop);
+        self.connect();
     }
 
     /// Start a non-blocking connect to the next address, and wait for the
     /// socket to become writable: that is when `connected` runs.
-    fn connect(&mut self, event_loop: &mut EventLoop) {
+    fn connect(&mut self) {
         while let Some(addr) = self.addrs.pop_front() {
             // Returns at once, with the handshake still going on.
             match TcpStream::connect(addr) {
-                Ok(mut sock) => {
-                    let connected = self.bind(Fetcher::connected);
-                    match event_loop.register(&mut sock, Interest::WRITABLE, connected) {
-                        Ok(token) => {
-                            self.sock = Some((sock, token));
-                            if self.counted.is_none() {
-                                self.counted = Some(self.in_flight.start());
-                            }
-                            return;
+                Ok(mut sock) => match self.event_loop.register(&mut sock) {
+                    Ok(token) => {
+                        self.sock = Some((sock, token));
+                        if self.counted.is_none() {
+                            self.counted = Some(self.in_flight.start());
                         }
-                        Err(err) => self.connect_error = Some(err),
+                        // A finished connect announces itself as writable.
+                        let connected = self.bind(Fetcher::connected);
+                        if let Err(err) = self.event_loop.add_writer(token, connected) {
+                            return self.fail(&err);
+                        }
+                        return;
                     }
-                }
-                Err(err) if net::is_out_of_descriptors(&err) => {
-                    return self.finish(event_loop, Fetched::OutOfDescriptors);
+                    Err(err) => self.connect_error = Some(err),
+                },
+                // Others will close their sockets: wait for one. (With
+                // nothing in flight, nothing would: the error is the URL's.)
+                Err(err) if net::is_out_of_descriptors(&err) && self.in_flight.now() > 0 => {
+                    let in_flight = self.in_flight.now();
+                    return self.finish(Fetched::OutOfDescriptors { in_flight });
                 }
                 // Some errors come at once (no route, refused on some
                 // systems): they are this address's failure, not the URL's.
@@ -216,14 +234,14 @@ impl Fetcher {
             .take()
             .map(|e| FetchError::from_io(&e, true))
             .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"));
-        self.finish(event_loop, Fetched::Done(Err(err)));
+        self.finish(Fetched::Done(Err(err)));
     }
     // ANCHOR_END: fetch
 
     // ANCHOR: connected
     /// The socket became writable: the connect has finished — or failed, or
     /// the event was spurious. mio's recipe tells which.
-    fn connected(&mut self, event_loop: &mut EventLoop) {
+    fn connected(&mut self) {
         let Some((sock, _)) = &self.sock else {
             return;
         };
@@ -239,18 +257,16 @@ impl Fetcher {
         if let Some(err) = failure {
             // This address failed: close its socket and try the next one.
             self.connect_error = Some(err);
-            self.close(event_loop);
-            return self.connect(event_loop);
+            self.close();
+            return self.connect();
         }
-        self.send_request(event_loop);
+        self.send_request();
     }
 
     /// Write the request, as much as the socket takes. When all of it is
     /// written, wait for the response; when the socket is full, wait until
     /// it is writable again and continue here.
-    fn send_request(&mut self, event_loop: &mut EventLoop) {
-        let more = self.bind(Fetcher::send_request);
-        let read_response = self.bind(Fetcher::read_response);
+    fn send_request(&mut self) {
         let Some((sock, token)) = &mut self.sock else {
             return;
         };
@@ -259,27 +275,33 @@ impl Fetcher {
             match sock.write(&self.request[self.sent..]) {
                 Ok(0) => {
                     let err = io::Error::from(io::ErrorKind::WriteZero);
-                    return self.fail(event_loop, &err);
+                    return self.fail(&err);
                 }
                 Ok(n) => self.sent += n,
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
                     // The rest waits for the next writable event, which must
                     // now run this step rather than `connected`.
-                    if let Err(err) = event_loop.modify(sock, token, Interest::WRITABLE, more) {
-                        self.fail(event_loop, &err);
+                    let more = self.bind(Fetcher::send_request);
+                    if let Err(err) = self.event_loop.add_writer(token, more) {
+                        self.fail(&err);
                     }
                     return;
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => return self.fail(event_loop, &err),
+                Err(err) => return self.fail(&err),
             }
         }
         // The whole request is out: from now on, wait for the response —
         // holding as little as possible while waiting, so not the request.
         self.request = Vec::new();
-        if let Err(err) = event_loop.modify(sock, token, Interest::READABLE, read_response) {
-            self.fail(event_loop, &err);
+        self.event_loop.remove_writer(token);
+        let read_response = self.bind(Fetcher::read_response);
+        if let Err(err) = self.event_loop.add_reader(token, read_response) {
+            return self.fail(&err);
         }
+        // The response may have arrived already, its edge announced while no
+        // reader was installed: read now, and wait only after `WouldBlock`.
+        self.read_response();
     }
     // ANCHOR_END: connected
 
@@ -287,7 +309,7 @@ impl Fetcher {
     /// The socket became readable: read everything it has, feeding the
     /// parser, until the response is complete, the peer closes, or the socket
     /// runs dry (`WouldBlock`: wait for the next event).
-    fn read_response(&mut self, event_loop: &mut EventLoop) {
+    fn read_response(&mut self) {
         // On the stack, not in the `Fetcher`: only one callback runs at a
         // time, so a fetch waiting for its response holds no buffer at all.
         let mut buf = [0u8; READ_CHUNK];
@@ -309,50 +331,49 @@ impl Fetcher {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => Err(FetchError::from_io(&err, false)),
             };
-            return self.finish(event_loop, Fetched::Done(result));
+            return self.finish(Fetched::Done(result));
         }
     }
     // ANCHOR_END: read_response
 
     /// The deadline passed before the fetch ended.
-    fn timed_out(&mut self, event_loop: &mut EventLoop) {
+    fn timed_out(&mut self) {
         // This timer is running, so there is nothing left to cancel.
         self.timer = None;
         let err = FetchError::new(FailKind::Timeout, "timed out");
-        self.finish(event_loop, Fetched::Done(Err(err)));
+        self.finish(Fetched::Done(Err(err)));
     }
 
     /// End the fetch with an I/O error from the request or the response.
-    fn fail(&mut self, event_loop: &mut EventLoop, err: &io::Error) {
+    fn fail(&mut self, err: &io::Error) {
         let err = FetchError::from_io(err, false);
-        self.finish(event_loop, Fetched::Done(Err(err)));
+        self.finish(Fetched::Done(Err(err)));
     }
 
     // ANCHOR: finish
     /// End the fetch: close the socket, cancel the deadline, and tell the
     /// crawler — on the next turn of the loop, never from inside this call.
-    fn finish(&mut self, event_loop: &mut EventLoop, fetched: Fetched) {
-        self.close(event_loop);
+    fn finish(&mut self, fetched: Fetched) {
+        self.close();
         self.counted = None;
         if let Some(timer) = self.timer.take() {
-            event_loop.cancel(timer);
+            timer.cancel();
         }
         if let Some(done) = self.done.take() {
             // `fetch` can end the fetch at once (a host that does not
             // resolve, no descriptor left) while the crawler that called it
             // is still busy. Calling `done` directly would re-enter the
             // crawler; `call_soon` waits until it has returned.
-            event_loop.call_soon(move |event_loop| done(event_loop, fetched));
+            self.event_loop.call_soon(move || done(fetched));
         }
     }
     // ANCHOR_END: finish
 
-    /// Unregister and close the socket, if there is one.
-    fn close(&mut self, event_loop: &mut EventLoop) {
+    /// Deregister and close the socket, if there is one: its callbacks are
+    /// dropped with it.
+    fn close(&mut self) {
         if let Some((mut sock, token)) = self.sock.take() {
-            // The callback is forgotten even if the OS refuses, and closing
-            // the descriptor (dropping `sock`) removes it from epoll anyway.
-            let _ = event_loop.unregister(&mut sock, token);
+            self.event_loop.deregister(&mut sock, token);
         }
     }
 
@@ -360,11 +381,11 @@ impl Fetcher {
     /// `self.step` as a callback the event loop can keep: Python's bound
     /// method. The closure holds a strong `Rc`, so the fetcher lives as long
     /// as the loop may still call it.
-    fn bind(&self, step: Step) -> impl FnMut(&mut EventLoop) + 'static {
+    fn bind(&self, step: Step) -> impl Fn() + 'static {
         let this = self.this.upgrade();
-        move |event_loop| {
+        move || {
             if let Some(this) = &this {
-                step(&mut this.borrow_mut(), event_loop);
+                step(&mut this.borrow_mut());
             }
         }
     }

@@ -15,9 +15,10 @@
 //! - readiness: a selector reports which sockets are ready; the program then
 //!   does the I/O itself, reading or writing until `WouldBlock`, ready for
 //!   spurious events and partial writes;
-//! - an event loop with callbacks, `call_soon` and timers, and what owning a
-//!   callback means in Rust (`Box<dyn FnMut(&mut EventLoop)>`, taken out of
-//!   the loop while it runs; the fetcher shared by its callbacks in an
+//! - an event loop with callbacks, `call_soon` and timers, and what a
+//!   callback that must reach the loop it is stored in means in Rust (the
+//!   loop a shared `Rc` handle whose tables are never borrowed while a
+//!   callback runs; the fetcher shared by its callbacks in an
 //!   `Rc<RefCell<_>>`);
 //! - what one fetch costs when it is a struct and a few closures instead of
 //!   a thread: thousands of fetches in flight at once on one thread;
@@ -37,7 +38,7 @@
 //! |---|---|
 //! | `lib.rs` | `crawl`: start the roots' fetches, run the loop until `urls_todo` is empty, report |
 //! | `busy_loop.rs` | the naive way: spinning on a non-blocking socket (an example, not used by the crawler) |
-//! | `event_loop.rs` | `EventLoop` over `mio::Poll`: `register`/`modify`/`unregister`, `call_soon`, `call_later`, `run`, `stop` |
+//! | `event_loop.rs` | `EventLoop` over `mio::Poll`: a shared handle: `add_reader`/`add_writer`, `call_soon`, `call_later`, `run_forever`, `stop` |
 //! | `fetch.rs` | `Fetcher`: one URL as callbacks (`connected`, `send_request`, `read_response`, `timed_out`) |
 //! | `crawler.rs` | `seen_urls`, `urls_todo`, a fetch per new link, the socket budget and the line waiting for it |
 //! | `examples/memory_per_fetch.rs` | measuring what a fetch in flight costs: N threads (lesson 1) against N callbacks |
@@ -66,17 +67,21 @@ pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
 /// set a small budget without lowering the process's open-file limit).
 pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
     let started = Instant::now();
-    let mut event_loop = EventLoop::new().context("cannot create the event loop")?;
+    let event_loop = EventLoop::new().context("cannot create the event loop")?;
     let crawler = Crawler::new(config, socket_budget)?;
     {
         let mut crawler = crawler.borrow_mut();
         for root in crawler.roots().to_vec() {
-            crawler.fetch(&mut event_loop, root);
+            crawler.fetch(&event_loop, root);
         }
     }
     // Runs every callback until the last fetch's `done` finds `urls_todo`
     // empty and stops the loop.
-    event_loop.run().context("the event loop failed")?;
+    let ran = event_loop.run_forever().context("the event loop failed");
+    // Callbacks hold fetchers that hold the loop; drop whatever is left so
+    // the loop (and any socket still open) is freed, even when `run` failed.
+    event_loop.close();
+    ran?;
     let report = crawler.borrow_mut().report(started.elapsed());
     Ok(report)
 }

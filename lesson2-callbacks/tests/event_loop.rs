@@ -1,8 +1,7 @@
 //! Tests of `src/event_loop.rs`, through its public API.
 
 use lesson2_callbacks::event_loop::*;
-use mio::Interest;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -17,182 +16,215 @@ fn socket_pair() -> (mio::net::TcpStream, std::net::TcpStream) {
 }
 
 #[test]
-fn a_readable_socket_calls_its_callback_and_stop_ends_the_loop() {
-    let mut ev = EventLoop::new().unwrap();
+fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
+    let event_loop = EventLoop::new().unwrap();
     let (mut client, mut server) = socket_pair();
+    let token = event_loop.register(&mut client).unwrap();
     server.write_all(b"hello").unwrap();
-    let calls = Rc::new(RefCell::new(0));
-    let seen = Rc::clone(&calls);
-    ev.register(&mut client, Interest::READABLE, move |ev| {
-        *seen.borrow_mut() += 1;
-        ev.stop();
-    })
-    .unwrap();
-    ev.run().unwrap();
-    assert_eq!(*calls.borrow(), 1);
-    // Still registered: stopping the loop does not unregister anything.
-    assert_eq!(ev.registered(), 1);
+    let calls = Rc::new(Cell::new(0));
+    let (seen, stopper) = (Rc::clone(&calls), event_loop.clone());
+    event_loop
+        .add_reader(token, move || {
+            seen.set(seen.get() + 1);
+            stopper.stop();
+        })
+        .unwrap();
+    event_loop.run_forever().unwrap();
+    assert_eq!(calls.get(), 1);
+    // Still registered: stopping the loop does not deregister anything.
+    assert_eq!(event_loop.registered(), 1);
+    assert!(event_loop.remove_reader(token));
+    assert!(!event_loop.remove_reader(token));
+    event_loop.deregister(&mut client, token);
+    assert_eq!(event_loop.registered(), 0);
 }
 
 #[test]
-fn unregister_drops_the_callback_and_ends_a_loop_with_nothing_left() {
-    let mut ev = EventLoop::new().unwrap();
-    let (client, mut server) = socket_pair();
+fn deregister_drops_the_callbacks_and_ends_a_loop_with_nothing_left() {
+    let event_loop = EventLoop::new().unwrap();
+    let (mut client, mut server) = socket_pair();
     server.write_all(b"x").unwrap();
+    let token = event_loop.register(&mut client).unwrap();
     let client = Rc::new(RefCell::new(client));
-    let calls = Rc::new(RefCell::new(0));
-    let (sock, seen) = (Rc::clone(&client), Rc::clone(&calls));
-    let token = Rc::new(RefCell::new(None));
-    let my_token = Rc::clone(&token);
-    let t = ev
-        .register(&mut *client.borrow_mut(), Interest::READABLE, move |ev| {
-            *seen.borrow_mut() += 1;
-            let token = my_token.borrow().unwrap();
-            ev.unregister(&mut *sock.borrow_mut(), token).unwrap();
+    let calls = Rc::new(Cell::new(0));
+    let (sock, seen, ev) = (Rc::clone(&client), Rc::clone(&calls), event_loop.clone());
+    event_loop
+        .add_reader(token, move || {
+            seen.set(seen.get() + 1);
+            ev.deregister(&mut *sock.borrow_mut(), token);
         })
         .unwrap();
-    *token.borrow_mut() = Some(t);
     // No `stop`: the loop ends because nothing is left to wait for.
-    ev.run().unwrap();
-    assert_eq!(*calls.borrow(), 1);
-    assert_eq!(ev.registered(), 0);
-    assert!(!ev.has_work());
+    event_loop.run_forever().unwrap();
+    assert_eq!(calls.get(), 1);
+    assert_eq!(event_loop.registered(), 0);
+    assert!(!event_loop.has_work());
     // The callback, and the `Rc`s it held, are gone.
     assert_eq!(Rc::strong_count(&calls), 1);
 }
 
 #[test]
-fn modify_replaces_the_running_callback() {
-    let mut ev = EventLoop::new().unwrap();
-    let (client, mut server) = socket_pair();
+fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
+    // The shape of a fetch: writable (connected), then readable (the
+    // response), the first callback installing the second and removing
+    // itself while it runs.
+    let event_loop = EventLoop::new().unwrap();
+    let (mut client, server) = socket_pair();
+    let token = event_loop.register(&mut client).unwrap();
     let client = Rc::new(RefCell::new(client));
+    let server = RefCell::new(server);
     let log = Rc::new(RefCell::new(Vec::new()));
-    let token = Rc::new(RefCell::new(None));
-    let (sock, steps, my_token) = (Rc::clone(&client), Rc::clone(&log), Rc::clone(&token));
-    // First step: writable (connected). It switches itself to readable.
-    let t = ev
-        .register(&mut *client.borrow_mut(), Interest::WRITABLE, move |ev| {
+    let (steps, sock, ev) = (Rc::clone(&log), Rc::clone(&client), event_loop.clone());
+    event_loop
+        .add_writer(token, move || {
             steps.borrow_mut().push("writable");
-            let token = my_token.borrow().unwrap();
-            let (steps2, sock2) = (Rc::clone(&steps), Rc::clone(&sock));
-            ev.modify(
-                &mut *sock.borrow_mut(),
-                token,
-                Interest::READABLE,
-                move |ev| {
-                    steps2.borrow_mut().push("readable");
-                    ev.unregister(&mut *sock2.borrow_mut(), token).unwrap();
-                },
-            )
+            assert!(ev.remove_writer(token));
+            // The peer answers only now, after the reader below is
+            // installed: an edge that came earlier would be lost (see
+            // `fetch.rs`, which therefore reads once before waiting).
+            server.borrow_mut().write_all(b"data").unwrap();
+            let (steps, sock, ev2) = (Rc::clone(&steps), Rc::clone(&sock), ev.clone());
+            ev.add_reader(token, move || {
+                steps.borrow_mut().push("readable");
+                ev2.deregister(&mut *sock.borrow_mut(), token);
+            })
             .unwrap();
         })
         .unwrap();
-    *token.borrow_mut() = Some(t);
-    server.write_all(b"data").unwrap();
-    ev.run().unwrap();
+    event_loop.run_forever().unwrap();
     assert_eq!(*log.borrow(), ["writable", "readable"]);
 }
 
 #[test]
+fn an_unregistered_token_is_refused() {
+    let event_loop = EventLoop::new().unwrap();
+    let (mut client, _server) = socket_pair();
+    let token = event_loop.register(&mut client).unwrap();
+    event_loop.deregister(&mut client, token);
+    assert!(event_loop.add_reader(token, || {}).is_err());
+    assert!(!event_loop.remove_writer(token));
+}
+
+#[test]
 fn timers_run_by_due_time_then_by_start_order() {
-    let mut ev = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new().unwrap();
     let order = Rc::new(RefCell::new(Vec::new()));
     let base = Instant::now();
     for (name, ms) in [("c", 3), ("a1", 1), ("b", 2), ("a2", 1), ("now", 0)] {
         let order = Rc::clone(&order);
-        ev.call_at(base + Duration::from_millis(ms), move |_| {
+        event_loop.call_at(base + Duration::from_millis(ms), move || {
             order.borrow_mut().push(name)
         });
     }
-    ev.run().unwrap();
+    event_loop.run_forever().unwrap();
     assert_eq!(*order.borrow(), ["now", "a1", "a2", "b", "c"]);
 }
 
 #[test]
 fn a_timer_fires_no_earlier_than_its_delay() {
-    let mut ev = EventLoop::new().unwrap();
-    let fired = Rc::new(RefCell::new(None));
+    let event_loop = EventLoop::new().unwrap();
+    let fired = Rc::new(Cell::new(None));
     let at = Rc::clone(&fired);
     let start = Instant::now();
-    ev.call_later(Duration::from_millis(20), move |_| {
-        *at.borrow_mut() = Some(Instant::now())
+    event_loop.call_later(Duration::from_millis(20), move || {
+        at.set(Some(Instant::now()))
     });
-    ev.run().unwrap();
-    let fired = fired.borrow().expect("timer ran");
+    event_loop.run_forever().unwrap();
+    let fired = fired.get().expect("timer ran");
     assert!(fired - start >= Duration::from_millis(20));
 }
 
 #[test]
 fn a_cancelled_timer_never_runs() {
-    let mut ev = EventLoop::new().unwrap();
-    let ran = Rc::new(RefCell::new(false));
+    let event_loop = EventLoop::new().unwrap();
+    let ran = Rc::new(Cell::new(false));
     let flag = Rc::clone(&ran);
-    let timer = ev.call_later(Duration::from_millis(1), move |_| *flag.borrow_mut() = true);
-    assert!(ev.cancel(timer));
-    assert!(!ev.cancel(timer));
-    assert!(!ev.has_work());
-    ev.run().unwrap();
-    assert!(!*ran.borrow());
+    let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
+    assert_eq!(event_loop.pending_timers(), 1);
+    timer.cancel();
+    timer.cancel();
+    assert_eq!(event_loop.pending_timers(), 0);
+    assert!(!event_loop.has_work());
+    event_loop.run_forever().unwrap();
+    assert!(!ran.get());
+    // The callback, and what it captured, went with the cancel.
+    assert_eq!(Rc::strong_count(&ran), 1);
 }
 
 #[test]
 fn a_timer_ends_a_wait_on_a_socket_that_never_becomes_ready() {
-    // The shape of `--timeout`: the socket's callback never runs, the
-    // timer's does, and it unregisters the socket.
-    let mut ev = EventLoop::new().unwrap();
-    let (client, _server) = socket_pair();
+    // The shape of `--timeout`: the socket's reader never runs, the timer's
+    // callback does, and it deregisters the socket.
+    let event_loop = EventLoop::new().unwrap();
+    let (mut client, _server) = socket_pair();
+    let token = event_loop.register(&mut client).unwrap();
     let client = Rc::new(RefCell::new(client));
-    let outcome = Rc::new(RefCell::new(""));
+    let outcome = Rc::new(Cell::new(""));
     let o = Rc::clone(&outcome);
-    let token = ev
-        .register(&mut *client.borrow_mut(), Interest::READABLE, move |_| {
-            *o.borrow_mut() = "readable"
-        })
+    event_loop
+        .add_reader(token, move || o.set("readable"))
         .unwrap();
-    let (o, sock) = (Rc::clone(&outcome), Rc::clone(&client));
-    ev.call_later(Duration::from_millis(10), move |ev| {
-        *o.borrow_mut() = "timeout";
-        ev.unregister(&mut *sock.borrow_mut(), token).unwrap();
+    let (o, sock, ev) = (Rc::clone(&outcome), Rc::clone(&client), event_loop.clone());
+    event_loop.call_later(Duration::from_millis(10), move || {
+        o.set("timeout");
+        ev.deregister(&mut *sock.borrow_mut(), token);
     });
-    ev.run().unwrap();
-    assert_eq!(*outcome.borrow(), "timeout");
+    event_loop.run_forever().unwrap();
+    assert_eq!(outcome.get(), "timeout");
 }
 
 #[test]
 fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
-    let mut ev = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new().unwrap();
     let order = Rc::new(RefCell::new(Vec::new()));
-    let o = Rc::clone(&order);
-    ev.call_soon(move |ev| {
+    let (o, ev) = (Rc::clone(&order), event_loop.clone());
+    event_loop.call_soon(move || {
         o.borrow_mut().push(1);
         let o2 = Rc::clone(&o);
-        ev.call_soon(move |_| o2.borrow_mut().push(3));
+        ev.call_soon(move || o2.borrow_mut().push(3));
         o.borrow_mut().push(2);
     });
-    ev.run_once().unwrap();
+    event_loop.run_once().unwrap();
     // The callback scheduled during the first turn waits for the next.
     assert_eq!(*order.borrow(), [1, 2]);
-    ev.run().unwrap();
+    event_loop.run_forever().unwrap();
     assert_eq!(*order.borrow(), [1, 2, 3]);
 }
 
 #[test]
-fn stop_ends_run_after_the_current_turn_and_run_can_resume() {
-    let mut ev = EventLoop::new().unwrap();
-    let count = Rc::new(RefCell::new(0));
+fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
+    let event_loop = EventLoop::new().unwrap();
+    let count = Rc::new(Cell::new(0));
     for _ in 0..3 {
-        let c = Rc::clone(&count);
-        ev.call_soon(move |ev| {
-            *c.borrow_mut() += 1;
-            ev.stop();
+        let (c, stopper) = (Rc::clone(&count), event_loop.clone());
+        event_loop.call_soon(move || {
+            c.set(c.get() + 1);
+            stopper.stop();
         });
     }
     // One turn runs all three (they were all scheduled before it began),
     // then the loop sees the flag.
-    ev.run().unwrap();
-    assert_eq!(*count.borrow(), 3);
+    event_loop.run_forever().unwrap();
+    assert_eq!(count.get(), 3);
     let c = Rc::clone(&count);
-    ev.call_soon(move |_| *c.borrow_mut() += 1);
-    ev.run().unwrap();
-    assert_eq!(*count.borrow(), 4);
+    event_loop.call_soon(move || c.set(c.get() + 1));
+    event_loop.run_forever().unwrap();
+    assert_eq!(count.get(), 4);
+}
+
+#[test]
+fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
+    let event_loop = EventLoop::new().unwrap();
+    let nested = Rc::new(Cell::new(None));
+    let (n, ev) = (Rc::clone(&nested), event_loop.clone());
+    event_loop.call_soon(move || n.set(Some(ev.run_forever().is_err())));
+    event_loop.run_forever().unwrap();
+    assert_eq!(nested.get(), Some(true));
+
+    let held = Rc::new(());
+    let mine = Rc::clone(&held);
+    event_loop.call_later(Duration::from_secs(3600), move || drop(mine));
+    event_loop.close();
+    assert_eq!(Rc::strong_count(&held), 1);
+    assert!(event_loop.run_forever().is_err());
 }

@@ -38,16 +38,21 @@ fn read_request(conn: &mut StdStream) -> Vec<u8> {
 }
 
 /// A fetcher for `url` whose `done` stores what it was told.
-fn fetcher(url: &str, timeout: Duration) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Option<Fetched>>>) {
+fn fetcher(
+    event_loop: &EventLoop,
+    url: &str,
+    timeout: Duration,
+) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Option<Fetched>>>) {
     let outcome = Rc::new(RefCell::new(None));
     let store = Rc::clone(&outcome);
     let fetcher = Fetcher::new(
+        event_loop,
         Url::parse(url).unwrap(),
         Rc::new(Resolver::new()),
         Rc::new(InFlight::default()),
         timeout,
         Limits::default(),
-        move |_, fetched| *store.borrow_mut() = Some(fetched),
+        move |fetched| *store.borrow_mut() = Some(fetched),
     );
     (fetcher, outcome)
 }
@@ -55,13 +60,14 @@ fn fetcher(url: &str, timeout: Duration) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Op
 /// Run one fetch to its end; the loop must then be empty: socket
 /// unregistered, timer cancelled, fetcher freed.
 fn fetch_one(url: &str, timeout: Duration) -> Fetched {
-    let mut event_loop = EventLoop::new().unwrap();
-    let (fetcher, outcome) = fetcher(url, timeout);
-    fetcher.borrow_mut().fetch(&mut event_loop);
+    let event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher(&event_loop, url, timeout);
+    fetcher.borrow_mut().fetch();
     // From here on only the loop's callbacks keep the fetcher alive.
     let weak = Rc::downgrade(&fetcher);
     drop(fetcher);
-    event_loop.run().unwrap();
+    // No `stop`: the loop ends when nothing is left to wait for.
+    event_loop.run_forever().unwrap();
     assert!(!event_loop.has_work(), "{event_loop:?}");
     assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");
     outcome.take().expect("done was called")
@@ -125,6 +131,28 @@ fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
 }
 
 #[test]
+fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
+    // The server answers at once, before it reads the request, and then
+    // keeps the connection open: the readable edge comes while the fetch is
+    // still writing, and no later edge announces it again. The fetch must
+    // read right after installing its reader, not wait for an event.
+    let (addr, server) = server(|mut conn| {
+        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+        read_request(&mut conn);
+        // Held open until the client closes it.
+        let mut rest = Vec::new();
+        conn.read_to_end(&mut rest).unwrap();
+    });
+    let response = response(fetch_one(
+        &format!("http://{addr}/"),
+        Duration::from_secs(5),
+    ));
+    server.join().unwrap();
+    assert_eq!(response.body, b"ok");
+}
+
+#[test]
 fn a_refused_address_is_skipped_for_the_next() {
     let closed = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -134,14 +162,16 @@ fn a_refused_address_is_skipped_for_the_next() {
         read_request(&mut conn);
         conn.write_all(b"HTTP/1.0 204 No Content\r\n\r\n").unwrap();
     });
-    let mut event_loop = EventLoop::new().unwrap();
-    let (fetcher, outcome) = fetcher(&format!("http://{addr}/"), Duration::from_secs(10));
+    let event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher(
+        &event_loop,
+        &format!("http://{addr}/"),
+        Duration::from_secs(10),
+    );
     // As if the host had resolved to two addresses, the first one dead.
-    fetcher
-        .borrow_mut()
-        .connect_any(&mut event_loop, vec![closed, addr]);
+    fetcher.borrow_mut().connect_any(vec![closed, addr]);
     drop(fetcher);
-    event_loop.run().unwrap();
+    event_loop.run_forever().unwrap();
     server.join().unwrap();
     assert_eq!(response(outcome.take().unwrap()).status, 204);
 }
@@ -195,9 +225,9 @@ fn a_connection_closed_mid_response_is_an_error_for_the_url() {
 
 #[test]
 fn done_runs_on_the_next_turn_never_inside_fetch() {
-    let mut event_loop = EventLoop::new().unwrap();
-    let (fetcher, outcome) = fetcher("https://127.0.0.1/", Duration::from_secs(10));
-    fetcher.borrow_mut().fetch(&mut event_loop);
+    let event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher(&event_loop, "https://127.0.0.1/", Duration::from_secs(10));
+    fetcher.borrow_mut().fetch();
     // The fetch has already failed (no TLS), but the caller of `fetch`
     // has not been called back from inside it.
     assert!(outcome.borrow().is_none());

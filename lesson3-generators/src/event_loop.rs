@@ -11,26 +11,22 @@
 //! The tutorial's loop did not change at all between its callback and its
 //! coroutine crawlers, and ours barely does.
 //!
-//! What changed since lesson 2:
+//! What changed since lesson 2 is only what tasks need; the handle, the
+//! `Cell`s, `add_reader` and the timers are lesson 2's.
 //!
-//! - **The loop is shared.** A suspended coroutine must be able to wait on
-//!   its socket and start a timer when it is resumed, so every coroutine,
-//!   socket and future holds a handle to the loop ([`EventLoop`] is a
-//!   cheap `Rc`), and every method takes `&self`. What changes sits in
-//!   `Cell`s and `RefCell`s, each borrowed for the length of one method and
-//!   never while a callback runs.
-//! - **Callbacks take no arguments.** In lesson 2 a callback got the loop
-//!   because it *was* the fetch and had to drive it; here it resolves a
-//!   future, and the coroutine does the rest. Code that needs the loop asks
-//!   for the one running: [`get_running_loop`], asyncio's name.
-//! - **asyncio's calls for sockets.** A socket is registered once
-//!   ([`EventLoop::register`]); then [`EventLoop::add_reader`] says what to
-//!   call while it is readable, until [`EventLoop::remove_reader`] (and the
-//!   same for writers). Lesson 2 re-registered its socket at every step.
 //! - **Tasks.** [`EventLoop::create_task`] wraps a coroutine in a task and
 //!   schedules its first step. A waker must be `Send`, so it cannot hold the
 //!   task itself: the loop keeps a table from task ids to tasks, and a
 //!   waker holds an id.
+//! - **The running loop.** A coroutine is not handed the loop the way a
+//!   lesson 2 fetcher was; code that runs inside the loop asks for it:
+//!   [`get_running_loop`], asyncio's name.
+//! - **Futures and `run_until_complete`.** [`EventLoop::create_future`]
+//!   makes the result slot a waiting coroutine awaits, and
+//!   [`EventLoop::run_until_complete`] runs the loop until one coroutine
+//!   has its result.
+//! - **A wake-up from another thread** (`Remote`): a waker is `Send`, so
+//!   the loop must be able to hear one that comes from elsewhere.
 //!
 //! The selector is still `mio::Poll` (`epoll` on Linux), still
 //! edge-triggered: whoever waits for readiness must first have read or
@@ -50,9 +46,129 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use crate::future::Future;
 use crate::task::{Step, Task, TaskId};
 
-/// A scheduled callback: asyncio's `Handle`. `call_soon` and the timers of
-/// `call_later` make one, and it runs once.
-pub type Handle = Box<dyn FnOnce()>;
+/// Where the loop reads the time.
+///
+/// The real loop asks the system; a test hands the loop a [`TestClock`] so
+/// that a 30-second timer fires at once and the test can check *when*, in
+/// loop time, it fired.
+pub trait Clock {
+    /// The current time.
+    fn now(&self) -> Instant;
+
+    /// The loop has nothing to run until `deadline` (its first timer): how
+    /// long may it block waiting for I/O? The real clock answers "until the
+    /// deadline"; a test clock moves itself to the deadline and answers zero.
+    fn idle_until(&self, deadline: Instant) -> Duration {
+        deadline.saturating_duration_since(self.now())
+    }
+}
+
+/// The system's monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// A clock that only moves when told to, or when the loop would otherwise
+/// sleep until a timer (then it jumps straight to that timer's deadline).
+#[derive(Debug)]
+pub struct TestClock {
+    /// The time the loop sees.
+    now: Cell<Instant>,
+}
+
+impl TestClock {
+    /// A clock standing at the present moment.
+    pub fn new() -> Rc<TestClock> {
+        Rc::new(TestClock {
+            now: Cell::new(Instant::now()),
+        })
+    }
+
+    /// Move the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.now.set(self.now.get() + by);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Instant {
+        self.now.get()
+    }
+
+    fn idle_until(&self, deadline: Instant) -> Duration {
+        if deadline > self.now.get() {
+            self.now.set(deadline);
+        }
+        Duration::ZERO
+    }
+}
+
+/// A scheduled callback: asyncio's `Handle`.
+///
+/// `call_soon` and the timers of `call_later` make one, and it runs once.
+/// Cancelling a handle drops its callback at once, releasing whatever the
+/// callback captured; a cancelled handle still sitting in the ready queue is
+/// skipped.
+#[derive(Clone)]
+pub struct Handle {
+    /// Shared by the ready queue (or the timers) and by whoever may cancel it.
+    inner: Rc<HandleInner>,
+}
+
+struct HandleInner {
+    /// The callback; `None` once it has run or was cancelled.
+    callback: RefCell<Option<Box<dyn FnOnce()>>>,
+    /// Set by `cancel`. A separate flag because the callback slot is also
+    /// empty once the callback has run.
+    cancelled: Cell<bool>,
+}
+
+impl Handle {
+    fn new(callback: impl FnOnce() + 'static) -> Handle {
+        Handle {
+            inner: Rc::new(HandleInner {
+                callback: RefCell::new(Some(Box::new(callback))),
+                cancelled: Cell::new(false),
+            }),
+        }
+    }
+
+    /// Do not run this callback.
+    pub fn cancel(&self) {
+        self.inner.cancelled.set(true);
+        // Take the box out before dropping it: dropping a closure can run
+        // destructors that reach back into this handle.
+        let callback = self.inner.callback.borrow_mut().take();
+        drop(callback);
+    }
+
+    /// Was `cancel` called?
+    pub fn cancelled(&self) -> bool {
+        self.inner.cancelled.get()
+    }
+
+    /// Run the callback, unless cancelled (then it is gone). It is taken out
+    /// of the `RefCell` first, so it may cancel this very handle.
+    fn run(&self) {
+        let callback = self.inner.callback.borrow_mut().take();
+        if let Some(callback) = callback {
+            callback();
+        }
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("cancelled", &self.cancelled())
+            .finish()
+    }
+}
 
 /// What runs while a socket is ready: asyncio's reader (or writer). It may
 /// run many times, and the loop calls it through a clone of the `Rc`, so
@@ -61,9 +177,11 @@ pub type Callback = Rc<dyn Fn()>;
 
 /// A callback scheduled for a deadline: asyncio's `TimerHandle`.
 /// Cancelling it removes it from the loop's timers at once, so a crawl that
-/// sets and cancels a deadline per fetch does not pile up dead timers.
+/// sets and cancels a 30-second deadline per fetch does not pile up dead timers.
 #[derive(Debug)]
 pub struct TimerHandle {
+    /// The callback, as for any handle.
+    handle: Handle,
     /// The timer's key in the loop's `timers`.
     key: TimerKey,
     /// The loop, to remove the timer from. Weak: a timer must not keep a
@@ -74,10 +192,16 @@ pub struct TimerHandle {
 impl TimerHandle {
     /// Do not run this callback; forget the timer.
     pub fn cancel(&self) {
+        self.handle.cancel();
         if let Some(inner) = self.event_loop.upgrade() {
             let removed = inner.timers.borrow_mut().remove(&self.key);
             drop(removed);
         }
+    }
+
+    /// Was `cancel` called?
+    pub fn cancelled(&self) -> bool {
+        self.handle.cancelled()
     }
 
     /// When the callback is due.
@@ -194,14 +318,21 @@ struct LoopInner {
     running: Cell<bool>,
     /// `close()` was called: nothing may be scheduled any more.
     closed: Cell<bool>,
+    /// Where the loop reads the time.
+    clock: Rc<dyn Clock>,
 }
 
 /// How many readiness events one `poll` may return.
 const EVENTS_CAPACITY: usize = 1024;
 
 impl EventLoop {
-    /// A loop with nothing registered.
+    /// A loop on the system clock.
     pub fn new() -> io::Result<EventLoop> {
+        EventLoop::with_clock(Rc::new(SystemClock))
+    }
+
+    /// A loop reading the time from `clock` (tests pass a [`TestClock`]).
+    pub fn with_clock(clock: Rc<dyn Clock>) -> io::Result<EventLoop> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), REMOTE_TOKEN)?;
@@ -225,26 +356,35 @@ impl EventLoop {
                 stopping: Cell::new(false),
                 running: Cell::new(false),
                 closed: Cell::new(false),
+                clock,
             }),
         })
     }
 
     /// The loop's current time.
     pub fn time(&self) -> Instant {
-        Instant::now()
+        self.inner.clock.now()
     }
 
     // ANCHOR: call_soon
     /// Schedule `callback` to run on the next turn of the loop, after the
     /// callbacks already scheduled.
-    pub fn call_soon(&self, callback: impl FnOnce() + 'static) {
-        // A closed loop never runs anything again; keeping the callback would
-        // only keep what it captured alive.
-        if !self.inner.closed.get() {
-            self.inner.ready.borrow_mut().push_back(Box::new(callback));
-        }
+    pub fn call_soon(&self, callback: impl FnOnce() + 'static) -> Handle {
+        let handle = Handle::new(callback);
+        self.push_ready(handle.clone());
+        handle
     }
     // ANCHOR_END: call_soon
+
+    fn push_ready(&self, handle: Handle) {
+        // A closed loop never runs anything again; keeping the callback would
+        // only keep what it captured alive.
+        if self.inner.closed.get() {
+            handle.cancel();
+            return;
+        }
+        self.inner.ready.borrow_mut().push_back(handle);
+    }
 
     // ANCHOR: call_later
     /// Schedule `callback` to run `delay` from now.
@@ -255,8 +395,14 @@ impl EventLoop {
     /// Schedule `callback` to run at `when`. Timers due at the same instant
     /// run in the order they were started.
     pub fn call_at(&self, when: Instant, callback: impl FnOnce() + 'static) -> TimerHandle {
+        let handle = Handle::new(callback);
+        let key = self.add_timer(when, handle.clone());
+        if self.inner.closed.get() {
+            handle.cancel();
+        }
         TimerHandle {
-            key: self.add_timer(when, Box::new(callback)),
+            handle,
+            key,
             event_loop: Rc::downgrade(&self.inner),
         }
     }
@@ -316,7 +462,7 @@ impl EventLoop {
     pub fn deregister(&self, source: &mut impl Source, token: Token) {
         // The socket is about to be closed; a failure here changes nothing.
         let _ = self.inner.registry.deregister(source);
-        let wakers = {
+        let callbacks = {
             let mut io = self.inner.io.borrow_mut();
             match io.get_mut(token.0) {
                 Some(slot) if slot.in_use => {
@@ -328,7 +474,7 @@ impl EventLoop {
         };
         self.inner.free_tokens.borrow_mut().push(token.0);
         // Dropped outside the borrow, like every callback.
-        drop(wakers);
+        drop(callbacks);
     }
 
     // ANCHOR: add_reader
@@ -424,7 +570,7 @@ impl EventLoop {
             Some(Duration::ZERO)
         } else {
             let first = inner.timers.borrow().keys().next().map(|key| key.0);
-            first.map(|deadline| deadline.saturating_duration_since(self.time()))
+            first.map(|deadline| inner.clock.idle_until(deadline))
         };
 
         {
@@ -464,7 +610,7 @@ impl EventLoop {
         }
 
         // Expired timers join the ready queue in deadline order.
-        let now = self.time();
+        let now = inner.clock.now();
         loop {
             let expired = {
                 let mut timers = inner.timers.borrow_mut();
@@ -474,7 +620,7 @@ impl EventLoop {
                 }
             };
             match expired {
-                Some(handle) => inner.ready.borrow_mut().push_back(handle),
+                Some(handle) => self.push_ready(handle),
                 None => break,
             }
         }
@@ -485,7 +631,7 @@ impl EventLoop {
         for _ in 0..ntodo {
             let handle = inner.ready.borrow_mut().pop_front();
             match handle {
-                Some(handle) => handle(),
+                Some(handle) => handle.run(),
                 None => break,
             }
         }
@@ -594,12 +740,7 @@ impl EventLoop {
 
     /// Number of sockets registered.
     pub fn registered(&self) -> usize {
-        self.inner
-            .io
-            .borrow()
-            .iter()
-            .filter(|slot| slot.in_use)
-            .count()
+        self.inner.io.borrow().len() - self.inner.free_tokens.borrow().len()
     }
 
     /// Number of timers set and not yet fired or cancelled.

@@ -75,16 +75,16 @@ pub enum Fetched {
 #[derive(Debug)]
 pub struct Fetcher {
     /// The URL being fetched (the tutorial's `self.url`).
-    url: Url,
+    pub(crate) url: Url,
     /// Resolves the URL's host (once per crawl: the resolver caches).
-    resolver: Rc<Resolver>,
+    pub(crate) resolver: Rc<Resolver>,
     /// The crawl's count of fetches in flight, which this fetch joins just
     /// before it opens its first socket.
-    in_flight: Rc<InFlight>,
+    pub(crate) in_flight: Rc<InFlight>,
     /// The whole-fetch deadline (`--timeout`).
-    timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Response size limits, for the parser.
-    limits: Limits,
+    pub(crate) limits: Limits,
 }
 // ANCHOR_END: fetcher
 
@@ -105,31 +105,6 @@ impl Fetcher {
             timeout,
             limits,
         }
-    }
-
-    /// The URL this fetcher is for.
-    pub fn url(&self) -> &Url {
-        &self.url
-    }
-
-    /// The whole-fetch deadline.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
-    /// Response size limits.
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    /// The crawl's resolver.
-    pub fn resolver(&self) -> &Resolver {
-        &self.resolver
-    }
-
-    /// The crawl's count of fetches in flight.
-    pub fn in_flight(&self) -> &Rc<InFlight> {
-        &self.in_flight
     }
 
     // ANCHOR: fetch

@@ -99,7 +99,7 @@ pub struct FetchByHand<'a> {
 pub fn fetch_by_hand(fetcher: &Fetcher) -> FetchByHand<'_> {
     FetchByHand {
         fetcher,
-        deadline: sleep(fetcher.timeout()),
+        deadline: sleep(fetcher.timeout),
         state: State::Start,
     }
 }
@@ -118,7 +118,7 @@ impl std::future::Future for FetchByHand<'_> {
         let result = match this.step(cx) {
             Poll::Ready(result) => result,
             Poll::Pending if Pin::new(&mut this.deadline).poll(cx).is_ready() => {
-                Err(timed_out(this.fetcher.timeout()))
+                Err(timed_out(this.fetcher.timeout))
             }
             Poll::Pending => return Poll::Pending,
         };
@@ -137,8 +137,8 @@ impl FetchByHand<'_> {
             // path below stores a state back or returns the result.
             self.state = match std::mem::replace(&mut self.state, State::Done) {
                 State::Start => {
-                    let addrs = self.fetcher.resolver().resolve(self.fetcher.url())?;
-                    let counted = self.fetcher.in_flight().start();
+                    let addrs = self.fetcher.resolver.resolve(&self.fetcher.url)?;
+                    let counted = self.fetcher.in_flight.start();
                     self.connect_next(addrs.into_iter(), None, counted)?
                 }
                 State::Connecting {
@@ -162,7 +162,7 @@ impl FetchByHand<'_> {
                         Ok(true) => State::Sending {
                             sock,
                             ready: None,
-                            request: get_request(self.fetcher.url(), Version::Http10Close),
+                            request: get_request(&self.fetcher.url, Version::Http10Close),
                             sent: 0,
                             counted,
                         },
@@ -243,7 +243,7 @@ impl FetchByHand<'_> {
                         State::Reading {
                             sock,
                             ready: None,
-                            parser: ResponseParser::with_limits(self.fetcher.limits()),
+                            parser: ResponseParser::with_limits(self.fetcher.limits),
                             counted,
                         }
                     }

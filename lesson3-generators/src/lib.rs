@@ -22,9 +22,9 @@
 //!    the lesson's own `Future` (`future.rs`) and `Task` (`task.rs`, wakers
 //!    from `std::task::Wake`) on the event loop. No executor crate.
 //!
-//! What changed since lesson 2: `event_loop.rs` is lesson 2's loop shared
-//! by every coroutine (`get_running_loop`), with asyncio's `add_reader` for
-//! sockets and one new kind of `call_soon` callback, a task's step;
+//! What changed since lesson 2: `event_loop.rs` is lesson 2's loop, which
+//! every coroutine finds with `get_running_loop`, with one new kind of
+//! `call_soon` callback, a task's step;
 //! `socket.rs` waits for readiness with a future that a reader callback
 //! resolves; `sleep` and `wait_for` are a timer and a deadline as futures;
 //! `fetch.rs` is one coroutine instead of five callbacks, and its errors
@@ -38,7 +38,7 @@
 //! | `generator.rs` | `Coroutine::resume`, the tutorial's generators (`fib`, `gen_fn`, `yield from`) as hand-written state machines |
 //! | `future.rs` | `Future`: a result slot and done-callbacks scheduled with `call_soon`, awaitable (`.await` as `yield from`) |
 //! | `task.rs` | `Task`: steps a coroutine; its waker is `call_soon(step)` |
-//! | `event_loop.rs` | lesson 2's loop over `mio::Poll`, shared: `call_soon`, `call_later`, `add_reader`, `create_task`, `run_forever`, `close` |
+//! | `event_loop.rs` | lesson 2's loop over `mio::Poll`, plus what tasks need: `create_task`, `create_future`, `get_running_loop`, `run_until_complete` |
 //! | `socket.rs` | `Socket::connect`, `write_all`, `read` as coroutines; `ready`, the tutorial's wait |
 //! | `sleep.rs`, `wait_for.rs` | a timer as a future; a deadline around any future |
 //! | `fetch_by_hand.rs` | the fetch as an explicit state machine (connecting → sending → reading → done) |

@@ -36,11 +36,10 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
 
-use shared::links::{normalize_roots, UrlPolicy};
+use shared::links::{self, UrlPolicy};
 use shared::log::Log;
-use shared::page::{analyze, Analysis};
-use shared::report;
-use shared::{Config, CrawlReport, FetchError, FetchStatistic};
+use shared::page::{self, Analysis};
+use shared::{report, Config, CrawlReport, FetchError, FetchStatistic};
 use url::Url;
 
 use crate::connection_pool::{ConnectionPool, OutOfDescriptors, MAX_IDLE_PER_HOST};
@@ -87,7 +86,7 @@ impl Crawler {
     /// A crawler for `config`, its roots already queued, with at most
     /// `socket_budget` sockets open at once.
     pub fn new(config: &Config, socket_budget: usize) -> anyhow::Result<Crawler> {
-        let roots = normalize_roots(&config.roots)?;
+        let roots = links::normalize_roots(&config.roots)?;
         let crawler = Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
             max_redirect: config.max_redirect,
@@ -212,7 +211,7 @@ impl Crawler {
                 mut stat,
                 links,
                 redirect,
-            } = analyze(url, &response, &self.policy, &self.log);
+            } = page::analyze(url, &response, &self.policy, &self.log);
             // The body may be megabytes; the links are all we need of it now.
             drop(response);
             // A response can still end in failure (a redirect without

@@ -18,18 +18,12 @@
 //!
 //! What changed since lesson 3:
 //!
-//! - a [`Handle`] can be **cancelled** (a cancelled one still in the queue is
-//!   skipped), and a [`TimerHandle`] carries its handle: asyncio's
-//!   `Handle.cancel()` and `TimerHandle.cancel()`;
-//! - [`EventLoop::run_until_complete`] and [`run`] (`asyncio.run`) stop the
-//!   loop when a coroutine's task is done;
-//! - the loop's clock is a [`Clock`] it is given, so that tests of timers
-//!   can run on a [`TestClock`] that jumps to the next deadline instead of
-//!   sleeping;
-//! - and the optimizations of the last section below, which a crawl with
-//!   ten thousand fetches waiting pays for: a reader or a timer can be a
-//!   task's waker itself, a task's step is queued without a box, and one
-//!   read buffer serves every socket.
+//! - [`run`] (`asyncio.run`): a fresh loop, `run_until_complete`, `close`;
+//!   coroutines and tasks now end in an `anyhow::Result`, so that a task
+//!   can be cancelled and a failure is a value (`future.rs`, `task.rs`);
+//! - the optimizations of the section below, which a crawl with ten
+//!   thousand fetches waiting pays for: a reader, a writer or a timer can
+//!   be a task's waker itself, and one read buffer serves every socket.
 //!
 //! ## Wakers as callbacks (an optimization)
 //!
@@ -42,10 +36,6 @@
 //! boxed closure around it would cost two (the box and its handle) for every
 //! wait. A crawl with ten thousand fetches waiting, each on a socket and a
 //! deadline, keeps forty thousand allocations fewer that way.
-//!
-//! For the same reason a task's step goes into the ready queue as the task
-//! itself (`Ready::Step`), not as a closure in a handle: it is the
-//! callback the loop runs most, every wake-up of every task.
 
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -221,14 +211,6 @@ impl TimerHandle {
     }
 }
 
-/// An entry of the ready queue.
-enum Ready {
-    /// A callback (`call_soon`, an expired `call_later`).
-    Handle(Handle),
-    /// A task's next step (its waker's `call_soon(step)`).
-    Step(Rc<dyn Step>),
-}
-
 /// A timer's key in the loop's `timers`: its deadline, then a sequence
 /// number so that two timers with the same deadline stay distinct.
 type TimerKey = (Instant, u64);
@@ -367,7 +349,7 @@ struct LoopInner {
     /// This loop's number (see [`NEXT_LOOP_ID`]).
     id: u64,
     /// Callbacks to run on the next turn, in the order they were scheduled.
-    ready: RefCell<VecDeque<Ready>>,
+    ready: RefCell<VecDeque<Handle>>,
     /// Timers by (deadline, sequence number). A `BTreeMap` rather than a heap
     /// so that `TimerHandle::cancel` can remove its entry right away.
     timers: RefCell<BTreeMap<TimerKey, TimerCallback>>,
@@ -464,15 +446,6 @@ impl EventLoop {
     }
     // ANCHOR_END: call_soon
 
-    /// Schedule a task's step: `call_soon(step)`, with the task itself in
-    /// the ready queue rather than a closure in a handle (see the module text).
-    pub(crate) fn call_soon_step(&self, task: Rc<dyn Step>) {
-        // A closed loop never runs anything again (the task is dropped).
-        if !self.inner.closed.get() {
-            self.inner.ready.borrow_mut().push_back(Ready::Step(task));
-        }
-    }
-
     fn push_ready(&self, handle: Handle) {
         // A closed loop never runs anything again; keeping the callback would
         // only keep what it captured alive.
@@ -480,10 +453,7 @@ impl EventLoop {
             handle.cancel();
             return;
         }
-        self.inner
-            .ready
-            .borrow_mut()
-            .push_back(Ready::Handle(handle));
+        self.inner.ready.borrow_mut().push_back(handle);
     }
 
     // ANCHOR: call_later
@@ -738,10 +708,9 @@ impl EventLoop {
         // wait for the next turn, after the next poll for I/O.
         let ntodo = inner.ready.borrow().len();
         for _ in 0..ntodo {
-            let ready = inner.ready.borrow_mut().pop_front();
-            match ready {
-                Some(Ready::Handle(handle)) => handle.run(),
-                Some(Ready::Step(task)) => task.step(),
+            let handle = inner.ready.borrow_mut().pop_front();
+            match handle {
+                Some(handle) => handle.run(),
                 None => break,
             }
         }
@@ -846,6 +815,11 @@ impl EventLoop {
     /// Number of tasks not yet finished.
     pub fn pending_tasks(&self) -> usize {
         self.inner.tasks.borrow().len()
+    }
+
+    /// Number of sockets registered.
+    pub fn registered(&self) -> usize {
+        self.inner.io.borrow().len() - self.inner.free_tokens.borrow().len()
     }
 
     /// Number of timers set and not yet fired or cancelled.

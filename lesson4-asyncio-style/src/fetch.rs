@@ -116,15 +116,17 @@ pub fn fetch<'a>(
         match wait_for(pin!(get(session, url, grant)), session.timeout).await {
             Ok(response) => Ok(response),
             Err(err) if is_cancelled(&err) || err.is::<OutOfDescriptors>() => Err(err),
-            Err(err) if err.is::<TimeoutError>() => {
-                let message = format!("timed out after {:?}", session.timeout);
-                Err(FetchError::new(FailKind::Timeout, message).into())
-            }
+            Err(err) if err.is::<TimeoutError>() => Err(timed_out(session.timeout)),
             Err(err) => Err(FetchError::from_anyhow(&err).into()),
         }
     }
 }
 // ANCHOR_END: fetch
+
+/// The error of a fetch that lost its race against the deadline.
+pub fn timed_out(timeout: Duration) -> anyhow::Error {
+    FetchError::new(FailKind::Timeout, format!("timed out after {timeout:?}")).into()
+}
 
 // ANCHOR: get
 /// `GET url` on a pooled connection, resending once on a fresh connection

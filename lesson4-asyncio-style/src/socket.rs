@@ -59,24 +59,30 @@ impl Socket {
         let socket = Socket::start_connect(*addr)?;
         loop {
             socket.wait(Direction::Write).await?;
-            // Writable means "done", not "succeeded": the outcome is the
-            // socket's pending error, if any...
-            if let Some(err) = socket.stream.take_error()? {
-                return Err(err.into());
+            if socket.is_connected()? {
+                return Ok(socket);
             }
-            // ...and a peer address proves it connected. `NotConnected` is a
-            // readiness event that came too early: wait for the next one.
-            match socket.stream.peer_addr() {
-                Ok(_) => return Ok(socket),
-                Err(err) if err.kind() == io::ErrorKind::NotConnected => continue,
-                Err(err) => return Err(err.into()),
-            }
+        }
+    }
+
+    /// Has the connect finished? Writable means "done", not "succeeded":
+    /// the outcome is the socket's pending error, if any, and a peer address
+    /// proves it connected. `Ok(false)`: a readiness event that came too
+    /// early (mio's recipe); wait for the next one.
+    pub fn is_connected(&self) -> io::Result<bool> {
+        if let Some(err) = self.stream.take_error()? {
+            return Err(err);
+        }
+        match self.stream.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(err) if still_connecting(&err) => Ok(false),
+            Err(err) => Err(err),
         }
     }
     // ANCHOR_END: connect
 
     /// Start a non-blocking connect and register the socket with the loop.
-    fn start_connect(addr: SocketAddr) -> io::Result<Socket> {
+    pub fn start_connect(addr: SocketAddr) -> io::Result<Socket> {
         let event_loop = get_running_loop();
         let mut stream = TcpStream::connect(addr)?;
         let token = event_loop.register(&mut stream)?;
@@ -178,8 +184,17 @@ impl std::fmt::Debug for Socket {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Direction {
+/// Is this `peer_addr` error "the handshake is still going on"? Linux says
+/// `ENOTCONN` (`NotConnected`); mio's docs add `EINPROGRESS` for other
+/// systems, which std has no stable error kind for yet.
+fn still_connecting(err: &io::Error) -> bool {
+    const EINPROGRESS: i32 = if cfg!(target_os = "linux") { 115 } else { 36 };
+    err.kind() == io::ErrorKind::NotConnected || err.raw_os_error() == Some(EINPROGRESS)
+}
+
+/// What a socket waits for.
+#[derive(Debug, Clone, Copy)]
+pub enum Direction {
     Read,
     Write,
 }
