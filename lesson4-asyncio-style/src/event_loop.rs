@@ -23,7 +23,8 @@
 //!   can be cancelled and a failure is a value (`future.rs`, `task.rs`);
 //! - the optimizations of the section below, which a crawl with ten
 //!   thousand fetches waiting pays for: a reader, a writer or a timer can
-//!   be a task's waker itself, and one read buffer serves every socket.
+//!   be a task's waker itself, a task's step is queued without a handle,
+//!   and one read buffer serves every socket.
 //!
 //! ## Wakers as callbacks (an optimization)
 //!
@@ -211,6 +212,15 @@ impl TimerHandle {
     }
 }
 
+/// An entry of the ready queue.
+enum Ready {
+    /// A callback (`call_soon`, an expired `call_later`).
+    Handle(Handle),
+    /// A task's next step (its waker's `call_soon(step)`), queued as the
+    /// task itself: see "The last step" in the chapter.
+    Step(Rc<dyn Step>),
+}
+
 /// A timer's key in the loop's `timers`: its deadline, then a sequence
 /// number so that two timers with the same deadline stay distinct.
 type TimerKey = (Instant, u64);
@@ -349,7 +359,7 @@ struct LoopInner {
     /// This loop's number (see [`NEXT_LOOP_ID`]).
     id: u64,
     /// Callbacks to run on the next turn, in the order they were scheduled.
-    ready: RefCell<VecDeque<Handle>>,
+    ready: RefCell<VecDeque<Ready>>,
     /// Timers by (deadline, sequence number). A `BTreeMap` rather than a heap
     /// so that `TimerHandle::cancel` can remove its entry right away.
     timers: RefCell<BTreeMap<TimerKey, TimerCallback>>,
@@ -446,6 +456,17 @@ impl EventLoop {
     }
     // ANCHOR_END: call_soon
 
+    /// Schedule a task's step: `call_soon(step)`, with the task itself in
+    /// the ready queue rather than a closure in a handle. A crawl schedules
+    /// all its workers at once, and ten thousand handles at once would stay
+    /// in the process's memory as a high-water mark.
+    pub(crate) fn call_soon_step(&self, task: Rc<dyn Step>) {
+        // A closed loop never runs anything again (the task is dropped).
+        if !self.inner.closed.get() {
+            self.inner.ready.borrow_mut().push_back(Ready::Step(task));
+        }
+    }
+
     fn push_ready(&self, handle: Handle) {
         // A closed loop never runs anything again; keeping the callback would
         // only keep what it captured alive.
@@ -453,7 +474,10 @@ impl EventLoop {
             handle.cancel();
             return;
         }
-        self.inner.ready.borrow_mut().push_back(handle);
+        self.inner
+            .ready
+            .borrow_mut()
+            .push_back(Ready::Handle(handle));
     }
 
     // ANCHOR: call_later
@@ -708,9 +732,10 @@ impl EventLoop {
         // wait for the next turn, after the next poll for I/O.
         let ntodo = inner.ready.borrow().len();
         for _ in 0..ntodo {
-            let handle = inner.ready.borrow_mut().pop_front();
-            match handle {
-                Some(handle) => handle.run(),
+            let ready = inner.ready.borrow_mut().pop_front();
+            match ready {
+                Some(Ready::Handle(handle)) => handle.run(),
+                Some(Ready::Step(task)) => task.step(),
                 None => break,
             }
         }

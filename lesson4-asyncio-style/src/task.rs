@@ -6,8 +6,9 @@
 //! result, so the task completes with a value *or an error*, and it can be
 //! **cancelled**. Stepping is unchanged: the task polls its coroutine (a
 //! `Pin<Box<dyn std::future::Future>>`) with a waker built with
-//! `std::task::Wake`. One saving for a crawl with ten thousand tasks: the
-//! task's future is made only when someone asks for it.
+//! `std::task::Wake`. Two savings for a crawl with ten thousand tasks: the
+//! task's future is made only when someone asks for it, and its step is
+//! queued as the task itself rather than a boxed closure.
 //!
 //! ## Cancellation
 //!
@@ -209,8 +210,7 @@ impl<T: 'static> Step for TaskInner<T> {
         if self.scheduled.replace(true) {
             return;
         }
-        let task = self.clone();
-        self.event_loop.call_soon(move || task.step());
+        self.event_loop.call_soon_step(self.clone());
     }
 
     fn abandon(&self) {
