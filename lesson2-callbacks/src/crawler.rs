@@ -177,6 +177,8 @@ impl Crawler {
             // closes one when it ends: wait in line for that, and take the
             // hint that the process cannot hold more sockets than they held.
             Fetched::OutOfDescriptors { in_flight } => {
+                // (The fetcher reports this only with others in flight; a
+                // budget of zero would make every URL wait forever.)
                 self.socket_budget = self.socket_budget.min(in_flight.max(1));
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
