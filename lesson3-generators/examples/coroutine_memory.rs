@@ -1,7 +1,7 @@
 //! # What does one fetch in flight cost? Threads, callbacks, coroutines
 //!
 //! ```text
-//! cargo run --release -p lesson3-generators --example memory_per_fetch -- 1000 5000
+//! cargo run --release -p lesson3-generators --example coroutine_memory -- 1000 5000
 //! ```
 //!
 //! First it prints the size of one fetch's coroutine: `size_of_val` of the
@@ -143,7 +143,7 @@ fn main() -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("memory_per_fetch: {e:#}");
+            eprintln!("coroutine_memory: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -1,7 +1,7 @@
 //! # What does one fetch in flight cost? Threads against callbacks
 //!
 //! ```text
-//! cargo run --release -p lesson2-callbacks --example memory_per_fetch -- 1000 5000
+//! cargo run --release -p lesson2-callbacks --example callback_memory -- 1000 5000
 //! ```
 //!
 //! For each N, this starts the course's test server with a page of N links
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("memory_per_fetch: {e:#}");
+            eprintln!("callback_memory: {e:#}");
             ExitCode::FAILURE
         }
     }
