@@ -37,6 +37,7 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
+use shared::trace::{Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
@@ -61,6 +62,9 @@ pub struct Crawler {
     /// Where the per-URL lines go. Each call writes a whole line, so the
     /// threads' lines never interleave mid-line.
     log: Log,
+    /// `--trace`: where each fetch and its phases are recorded (off unless
+    /// asked for). Each fetch goes on its thread's lane.
+    trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
     /// the first time any thread finds it. Behind a lock because every
     /// thread reads *and* changes it; see [`Crawler::add_urls`].
@@ -88,6 +92,7 @@ impl Crawler {
             timeout: config.timeout,
             limits: config.limits,
             log: config.log.clone(),
+            trace: config.trace.clone(),
             done: Mutex::new(Vec::new()),
             in_flight: InFlight::new(socket_budget),
         })
@@ -102,28 +107,33 @@ impl Crawler {
     /// One URL, start to finish: what a fetcher thread does with each URL it
     /// takes from `urls_todo`. Runs on many threads at once.
     pub fn fetch(&self, urls_todo: &Queue<Url>, url: Url) {
+        self.trace.queued(urls_todo.qsize());
         // The slow part — network and parsing — holds no lock.
-        let fetched = loop {
+        let (fetched, span) = loop {
             // Waits while the socket budget is spent; the fetch is in flight
             // from here until this guard is dropped at the end of the turn.
             let in_flight = self.in_flight.start();
-            match fetch::get(&url, &self.resolver, self.timeout, self.limits) {
-                Fetched::Done(result) => break result,
+            let span = self.trace.fetch(url.as_str(), Lane::Thread);
+            match fetch::get(&url, &self.resolver, self.timeout, self.limits, &span) {
+                Fetched::Done(result) => break (result, span),
                 // No descriptor after all: the budget was too hopeful. The
                 // fetches in flight will each close one; wait for that.
                 Fetched::OutOfDescriptors if in_flight.out_of_descriptors() => {
+                    span.abandon("out of file descriptors");
                     self.log
                         .debug(format_args!("wait {url}: out of file descriptors"));
                 }
                 // None in flight, so none will be freed: a real failure.
                 Fetched::OutOfDescriptors => {
-                    break Err(FetchError::new(FailKind::Connect, "too many open files"))
+                    let error = FetchError::new(FailKind::Connect, "too many open files");
+                    break (Err(error), span);
                 }
             }
         };
         let stat = match fetched {
             Err(error) => FetchStatistic::failed(url.as_str(), error),
             Ok(response) => {
+                span.phase(Phase::Links);
                 let Analysis {
                     mut stat,
                     links,
@@ -146,6 +156,7 @@ impl Crawler {
                 stat
             }
         };
+        span.end(&stat);
         self.record_statistic(stat);
         // Back in the pool, the guard now calls `task_done` for `url` —
         // after its links were put, so `join` cannot see zero too early.

@@ -37,6 +37,7 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
+use shared::trace::{FetchSpan, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FetchStatistic};
 use url::Url;
 
@@ -61,6 +62,9 @@ pub struct Crawler {
     limits: Limits,
     /// Where the per-URL lines go.
     log: Log,
+    /// `--trace`: where each fetch and its phases are recorded (off unless
+    /// asked for). A fetch takes the lowest lane no other fetch holds.
+    trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
     /// the first time a page names it. No lock: see [`Crawler::add_urls`].
     seen_urls: HashSet<Url>,
@@ -99,6 +103,7 @@ impl Crawler {
                 timeout: config.timeout,
                 limits: config.limits,
                 log: config.log.clone(),
+                trace: config.trace.clone(),
                 urls_todo: HashSet::new(),
                 done: Vec::new(),
                 in_flight: Rc::new(InFlight::default()),
@@ -126,6 +131,7 @@ impl Crawler {
         } else {
             self.waiting.push_back(url);
         }
+        self.trace.queued(self.waiting.len());
     }
 
     /// Make a `Fetcher` for `url` whose `done` callback is
@@ -136,6 +142,8 @@ impl Crawler {
         let Some(crawler) = self.this.upgrade() else {
             return;
         };
+        let span = self.trace.fetch(url.as_str(), Lane::Lowest);
+        let done_span = span.clone();
         let done_loop = event_loop.clone();
         let fetcher = Fetcher::new(
             event_loop,
@@ -144,9 +152,13 @@ impl Crawler {
             Rc::clone(&self.in_flight),
             self.timeout,
             self.limits,
-            move |fetched| crawler.borrow_mut().fetched(&done_loop, url, fetched),
+            move |fetched| {
+                crawler
+                    .borrow_mut()
+                    .fetched(&done_loop, url, done_span, fetched)
+            },
         );
-        fetcher.borrow_mut().fetch();
+        fetcher.borrow_mut().fetch(span);
         // `fetcher` is dropped here, but not freed: the callbacks it gave
         // the event loop (the socket's, the deadline's) hold it.
     }
@@ -163,6 +175,7 @@ impl Crawler {
             };
             self.start_fetcher(event_loop, url);
         }
+        self.trace.queued(self.waiting.len());
     }
     // ANCHOR_END: fetch
 
@@ -171,7 +184,7 @@ impl Crawler {
     /// the event loop as the `Fetcher`'s `done` callback. Find the links,
     /// start a fetch for each new one, record the URL's line — and stop the
     /// loop when nothing is left to do.
-    fn fetched(&mut self, event_loop: &EventLoop, url: Url, fetched: Fetched) {
+    fn fetched(&mut self, event_loop: &EventLoop, url: Url, span: FetchSpan, fetched: Fetched) {
         let stat = match fetched {
             // No descriptor for its socket. Others were in flight, and each
             // closes one when it ends: wait in line for that, and take the
@@ -182,11 +195,13 @@ impl Crawler {
                 self.socket_budget = self.socket_budget.min(in_flight.max(1));
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
+                span.abandon("out of file descriptors");
                 self.waiting.push_front(url);
                 return;
             }
             Fetched::Done(Err(error)) => FetchStatistic::failed(url.as_str(), error),
             Fetched::Done(Ok(response)) => {
+                span.phase(Phase::Links);
                 let Analysis {
                     mut stat,
                     links,
@@ -209,6 +224,7 @@ impl Crawler {
                 stat
             }
         };
+        span.end(&stat);
         self.record_statistic(stat);
         self.urls_todo.remove(&url);
         // Its socket is closed: a waiting URL can have it.

@@ -67,6 +67,7 @@ use std::time::{Duration, Instant};
 
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Registry, Token};
+use shared::trace::Trace;
 
 /// Where the loop reads the time.
 ///
@@ -283,6 +284,8 @@ struct LoopInner {
     closed: Cell<bool>,
     /// Where the loop reads the time.
     clock: Rc<dyn Clock>,
+    /// `--trace`: where each turn is recorded (off unless asked for).
+    trace: RefCell<Trace>,
 }
 
 /// How many readiness events one `poll` may return.
@@ -312,6 +315,7 @@ impl EventLoop {
                 running: Cell::new(false),
                 closed: Cell::new(false),
                 clock,
+                trace: RefCell::new(Trace::off()),
             }),
         })
     }
@@ -510,6 +514,10 @@ impl EventLoop {
             first.map(|deadline| inner.clock.idle_until(deadline))
         };
 
+        // The trace's record of this turn (nothing, when tracing is off).
+        let trace = inner.trace.borrow().clone();
+        let mut turn = trace.start_turn();
+        let (nevents, mut ran);
         {
             let mut events = inner.events.borrow_mut();
             let waited = inner.poll.borrow_mut().poll(&mut events, timeout);
@@ -519,6 +527,9 @@ impl EventLoop {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => events.clear(),
                 Err(err) => return Err(err),
             }
+            turn.polled();
+            nevents = events.iter().count();
+            ran = 0;
             for event in events.iter() {
                 // Cloned out of the table (a reference count, no allocation):
                 // the table is not borrowed while the callbacks run.
@@ -532,11 +543,13 @@ impl EventLoop {
                 if event.is_readable() || event.is_read_closed() || failed {
                     if let Some(reader) = reader {
                         reader();
+                        ran += 1;
                     }
                 }
                 if event.is_writable() || event.is_write_closed() || failed {
                     if let Some(writer) = writer {
                         writer();
+                        ran += 1;
                     }
                 }
             }
@@ -568,6 +581,8 @@ impl EventLoop {
                 None => break,
             }
         }
+        ran += ntodo;
+        trace.end_turn(turn, nevents, ran, self.registered());
         Ok(())
     }
     // ANCHOR_END: run_once
@@ -643,6 +658,12 @@ impl EventLoop {
     /// Was `close` called?
     pub fn is_closed(&self) -> bool {
         self.inner.closed.get()
+    }
+
+    /// Record each turn of this loop in `trace` (`--trace`): the time it
+    /// spends blocked in `poll`, then running what is ready.
+    pub fn set_trace(&self, trace: Trace) {
+        *self.inner.trace.borrow_mut() = trace;
     }
 
     /// Number of sockets registered.

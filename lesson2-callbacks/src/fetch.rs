@@ -66,6 +66,7 @@ use url::Url;
 
 use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
+use shared::trace::{FetchSpan, Phase};
 use shared::{FailKind, FetchError};
 
 use crate::event_loop::{EventLoop, TimerHandle};
@@ -137,6 +138,8 @@ pub struct Fetcher {
     /// Who to tell how the fetch ended. Taken when called, so a fetch ends
     /// exactly once even if a late event or the timer comes after.
     done: Option<Done>,
+    /// Where the fetch's phases are marked (`--trace`); given by `fetch`.
+    span: FetchSpan,
 }
 // ANCHOR_END: fetcher
 
@@ -172,18 +175,22 @@ impl Fetcher {
                 parser: ResponseParser::with_limits(limits),
                 timer: None,
                 done: Some(Box::new(done)),
+                span: FetchSpan::off(),
             })
         })
     }
 
     // ANCHOR: fetch
     /// Start the fetch: arm the deadline, resolve the host, start
-    /// connecting. Returns at once; the event loop does the rest.
-    pub fn fetch(&mut self) {
+    /// connecting. Returns at once; the event loop does the rest. Each
+    /// phase is marked on `span` as the fetch enters it.
+    pub fn fetch(&mut self, span: FetchSpan) {
+        self.span = span;
         let timed_out = self.bind(Fetcher::timed_out);
         self.timer = Some(self.event_loop.call_later(self.timeout, timed_out));
         // Resolving blocks (the C library has no non-blocking lookup), but
         // only on a host's first URL: the resolver caches the answer.
+        self.span.phase(Phase::Resolve);
         match self.resolver.resolve(&self.url) {
             Ok(addrs) => self.connect_any(addrs),
             Err(err) => self.finish(Fetched::Done(Err(err))),
@@ -193,6 +200,7 @@ impl Fetcher {
     /// Connect to the first of `addrs` that accepts: `connect` to each in
     /// turn, from the callback of the one before when it fails.
     pub fn connect_any(&mut self, addrs: Vec<SocketAddr>) {
+        self.span.phase(Phase::Connect);
         self.addrs = addrs.into();
         self.connect();
     }
@@ -260,6 +268,7 @@ impl Fetcher {
             self.close();
             return self.connect();
         }
+        self.span.phase(Phase::Send);
         self.send_request();
     }
 
@@ -294,6 +303,7 @@ impl Fetcher {
         // The whole request is out: from now on, wait for the response —
         // holding as little as possible while waiting, so not the request.
         self.request = Vec::new();
+        self.span.phase(Phase::Wait);
         self.event_loop.remove_writer(token);
         let read_response = self.bind(Fetcher::read_response);
         if let Err(err) = self.event_loop.add_reader(token, read_response) {
@@ -321,11 +331,16 @@ impl Fetcher {
                 // The peer closed: a response delimited by the close is
                 // complete now; anything else unfinished is an error.
                 Ok(0) => self.parser.finish(),
-                Ok(n) => match self.parser.feed(&buf[..n]) {
-                    Ok(Some(response)) => Ok(response),
-                    Ok(None) => continue,
-                    Err(err) => Err(err),
-                },
+                Ok(n) => {
+                    if !self.parser.received_any() {
+                        self.span.phase(Phase::Read);
+                    }
+                    match self.parser.feed(&buf[..n]) {
+                        Ok(Some(response)) => Ok(response),
+                        Ok(None) => continue,
+                        Err(err) => Err(err),
+                    }
+                }
                 // Drained, or the event was spurious: wait for the next one.
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,

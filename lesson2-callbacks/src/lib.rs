@@ -68,6 +68,7 @@ pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
 pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
     let started = Instant::now();
     let event_loop = EventLoop::new().context("cannot create the event loop")?;
+    event_loop.set_trace(config.trace.clone());
     let crawler = Crawler::new(config, socket_budget)?;
     {
         let mut crawler = crawler.borrow_mut();

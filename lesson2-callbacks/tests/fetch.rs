@@ -4,6 +4,7 @@ use lesson2_callbacks::event_loop::EventLoop;
 use lesson2_callbacks::fetch::*;
 use shared::http::{Limits, Response};
 use shared::net::Resolver;
+use shared::trace::FetchSpan;
 use shared::{FailKind, FetchError};
 use std::cell::RefCell;
 use std::io::{Read, Write};
@@ -62,7 +63,7 @@ fn fetcher(
 fn fetch_one(url: &str, timeout: Duration) -> Fetched {
     let event_loop = EventLoop::new().unwrap();
     let (fetcher, outcome) = fetcher(&event_loop, url, timeout);
-    fetcher.borrow_mut().fetch();
+    fetcher.borrow_mut().fetch(FetchSpan::off());
     // From here on only the loop's callbacks keep the fetcher alive.
     let weak = Rc::downgrade(&fetcher);
     drop(fetcher);
@@ -227,7 +228,7 @@ fn a_connection_closed_mid_response_is_an_error_for_the_url() {
 fn done_runs_on_the_next_turn_never_inside_fetch() {
     let event_loop = EventLoop::new().unwrap();
     let (fetcher, outcome) = fetcher(&event_loop, "https://127.0.0.1/", Duration::from_secs(10));
-    fetcher.borrow_mut().fetch();
+    fetcher.borrow_mut().fetch(FetchSpan::off());
     // The fetch has already failed (no TLS), but the caller of `fetch`
     // has not been called back from inside it.
     assert!(outcome.borrow().is_none());

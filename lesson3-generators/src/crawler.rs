@@ -37,6 +37,7 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
+use shared::trace::{FetchSpan, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
@@ -61,6 +62,9 @@ pub struct Crawler {
     limits: Limits,
     /// Where the per-URL lines go.
     log: Log,
+    /// `--trace`: where each fetch and its phases are recorded (off unless
+    /// asked for). A fetch takes the lowest lane no other fetch holds.
+    trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
     /// the first time a page names it. No lock: see [`Crawler::add_urls`].
     seen_urls: HashSet<Url>,
@@ -104,6 +108,7 @@ impl Crawler {
                 timeout: config.timeout,
                 limits: config.limits,
                 log: config.log.clone(),
+                trace: config.trace.clone(),
                 urls_todo: HashSet::new(),
                 done: Vec::new(),
                 in_flight: Rc::new(InFlight::default()),
@@ -132,6 +137,7 @@ impl Crawler {
         } else {
             self.waiting.push_back(url);
         }
+        self.trace.queued(self.waiting.len());
     }
 
     /// Make a `Fetcher` for `url` and a task that runs its `fetch`, then
@@ -143,12 +149,14 @@ impl Crawler {
             return;
         };
         self.started += 1;
+        let span = self.trace.fetch(url.as_str(), Lane::Lowest);
         let fetcher = Fetcher::new(
             url.clone(),
             Rc::clone(&self.resolver),
             Rc::clone(&self.in_flight),
             self.timeout,
             self.limits,
+            span.clone(),
         );
         let task_loop = event_loop.clone();
         // The task holds the fetcher, the crawler and the loop until its
@@ -156,7 +164,9 @@ impl Crawler {
         event_loop.create_task(async move {
             let fetched = fetcher.fetch().await;
             // Borrowed for this one step only, never across an `.await`.
-            crawler.borrow_mut().fetched(&task_loop, url, fetched);
+            crawler
+                .borrow_mut()
+                .fetched(&task_loop, url, span, fetched);
         });
     }
 
@@ -170,6 +180,7 @@ impl Crawler {
             };
             self.start_fetcher(event_loop, url);
         }
+        self.trace.queued(self.waiting.len());
     }
     // ANCHOR_END: fetch
 
@@ -178,7 +189,7 @@ impl Crawler {
     /// the fetch's task after its `fetch().await`. Find the links, start a
     /// fetch for each new one, record the URL's line — and stop the loop
     /// when nothing is left to do.
-    fn fetched(&mut self, event_loop: &EventLoop, url: Url, fetched: Fetched) {
+    fn fetched(&mut self, event_loop: &EventLoop, url: Url, span: FetchSpan, fetched: Fetched) {
         self.started -= 1;
         let stat = match fetched {
             // No descriptor for its socket. Others are in flight, and each
@@ -189,6 +200,7 @@ impl Crawler {
                 self.socket_budget = self.socket_budget.min(self.in_flight.now());
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
+                span.abandon("out of file descriptors");
                 self.waiting.push_front(url);
                 return;
             }
@@ -199,6 +211,7 @@ impl Crawler {
             ),
             Fetched::Done(Err(error)) => FetchStatistic::failed(url.as_str(), error),
             Fetched::Done(Ok(response)) => {
+                span.phase(Phase::Links);
                 let Analysis {
                     mut stat,
                     links,
@@ -221,6 +234,7 @@ impl Crawler {
                 stat
             }
         };
+        span.end(&stat);
         self.record_statistic(stat);
         self.urls_todo.remove(&url);
         // Its socket is closed: a waiting URL can have it.

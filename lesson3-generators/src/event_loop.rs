@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Registry, Token};
+use shared::trace::Trace;
 
 use crate::future::Future;
 use crate::task::{Step, Task, TaskId};
@@ -320,6 +321,8 @@ struct LoopInner {
     closed: Cell<bool>,
     /// Where the loop reads the time.
     clock: Rc<dyn Clock>,
+    /// `--trace`: where each turn is recorded (off unless asked for).
+    trace: RefCell<Trace>,
 }
 
 /// How many readiness events one `poll` may return.
@@ -357,6 +360,7 @@ impl EventLoop {
                 running: Cell::new(false),
                 closed: Cell::new(false),
                 clock,
+                trace: RefCell::new(Trace::off()),
             }),
         })
     }
@@ -573,6 +577,10 @@ impl EventLoop {
             first.map(|deadline| inner.clock.idle_until(deadline))
         };
 
+        // The trace's record of this turn (nothing, when tracing is off).
+        let trace = inner.trace.borrow().clone();
+        let mut turn = trace.start_turn();
+        let (nevents, mut ran);
         {
             let mut events = inner.events.borrow_mut();
             let waited = inner.poll.borrow_mut().poll(&mut events, timeout);
@@ -582,6 +590,9 @@ impl EventLoop {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => events.clear(),
                 Err(err) => return Err(err),
             }
+            turn.polled();
+            nevents = events.iter().count();
+            ran = 0;
             for event in events.iter() {
                 if event.token() == REMOTE_TOKEN {
                     self.drain_remote();
@@ -599,11 +610,13 @@ impl EventLoop {
                 if event.is_readable() || event.is_read_closed() || failed {
                     if let Some(reader) = reader {
                         reader();
+                        ran += 1;
                     }
                 }
                 if event.is_writable() || event.is_write_closed() || failed {
                     if let Some(writer) = writer {
                         writer();
+                        ran += 1;
                     }
                 }
             }
@@ -635,6 +648,8 @@ impl EventLoop {
                 None => break,
             }
         }
+        ran += ntodo;
+        trace.end_turn(turn, nevents, ran, self.registered());
         Ok(())
     }
     // ANCHOR_END: run_once
@@ -736,6 +751,12 @@ impl EventLoop {
     /// Number of tasks not yet finished.
     pub fn pending_tasks(&self) -> usize {
         self.inner.tasks.borrow().len()
+    }
+
+    /// Record each turn of this loop in `trace` (`--trace`): the time it
+    /// spends blocked in `poll`, then running what is ready.
+    pub fn set_trace(&self, trace: Trace) {
+        *self.inner.trace.borrow_mut() = trace;
     }
 
     /// Number of sockets registered.

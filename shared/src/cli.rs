@@ -20,6 +20,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ use crate::demo::DemoSite;
 use crate::http::Limits;
 use crate::links::normalize_root;
 use crate::log::{Level, Log};
+use crate::trace::Trace;
 use crate::CrawlFn;
 
 /// Which lesson a command line is for.
@@ -90,6 +92,12 @@ pub struct Config {
     pub log: Log,
     /// Response size limits (settable here, not on the command line).
     pub limits: Limits,
+    /// `--trace FILE`: where to write the crawl's trace. [`execute`] opens
+    /// it and puts the recorder in [`Config::trace`].
+    pub trace_path: Option<PathBuf>,
+    /// The recorder the lessons mark their fetches and loop turns on; off
+    /// unless `--trace` was given (or a test turned it on).
+    pub trace: Trace,
 }
 
 impl Config {
@@ -127,6 +135,8 @@ impl Config {
             demo: false,
             log: Log::stderr(Level::Info),
             limits: Limits::default(),
+            trace_path: None,
+            trace: Trace::off(),
         }
     }
 }
@@ -224,6 +234,13 @@ where
                 "exclude" => {
                     let value = value_of(&typed, inline, &mut args)?;
                     config.exclude = Some(parse_regex(&typed, &value)?);
+                }
+                "trace" => {
+                    let value = value_of(&typed, inline, &mut args)?;
+                    if value.is_empty() {
+                        return Err(usage(format!("{typed} needs a file name")));
+                    }
+                    config.trace_path = Some(PathBuf::from(value));
                 }
                 "timeout" => {
                     let value = value_of(&typed, inline, &mut args)?;
@@ -498,6 +515,10 @@ pub fn help(lesson: Lesson) -> String {
             "--demo",
             "serve a generated site on a free loopback port and crawl it (no ROOT needed)".into(),
         ),
+        (
+            "--trace FILE",
+            "write what the crawl did over time to FILE (Trace Event Format JSON)".into(),
+        ),
         ("-q, --quiet", "only errors and the report".into()),
         ("-v, --verbose", "more log lines (repeatable)".into()),
         ("-h, --help", "print this help".into()),
@@ -620,7 +641,27 @@ where
         None
     };
 
-    let report = match crawl(&config) {
+    if let Some(path) = &config.trace_path {
+        let process = format!("{bin}: {}", lesson.title());
+        match Trace::create(path, &process) {
+            Ok(trace) => config.trace = trace,
+            Err(e) => {
+                let _ = writeln!(
+                    stderr,
+                    "{bin}: error: cannot write the trace {}: {e}",
+                    quote(&path.to_string_lossy())
+                );
+                return 1;
+            }
+        }
+    }
+
+    let crawled = crawl(&config);
+    // The trace is closed whatever the crawl did, so the file is valid JSON.
+    if let Err(e) = config.trace.finish() {
+        let _ = writeln!(stderr, "{bin}: error: the trace is incomplete: {e}");
+    }
+    let report = match crawled {
         Ok(report) => report,
         Err(e) => {
             // `{:#}` prints anyhow's whole context chain on one line.

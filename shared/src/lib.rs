@@ -15,6 +15,7 @@
 //! | [`stats`] | `FetchStatistic`, `FetchError` and its kinds (the report's `fail_<kind>` keys) |
 //! | [`report`] | `CrawlReport` and the report printer, in the course's one layout |
 //! | [`log`] | the log lines on stderr, with levels (`-q`, `-v`), capturable in tests |
+//! | [`trace`] | `--trace FILE`: fetches, their phases, the loop's turns and counters over time, in the Trace Event Format |
 //! | [`cli`] | one argument parser for all lessons, and `run`, the body of every `main` |
 //! | [`demo`] | the site `--demo` crawls, served in the same process |
 //! | [`fixtures`] | test servers: a scripted in-process HTTP server, a site generator, a static file server |
@@ -31,6 +32,7 @@ pub mod net;
 pub mod page;
 pub mod report;
 pub mod stats;
+pub mod trace;
 
 pub use cli::{Config, Lesson};
 pub use report::CrawlReport;

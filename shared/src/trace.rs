@@ -1,0 +1,727 @@
+//! # `--trace FILE`: what the crawl did, over time
+//!
+//! The report says *what* a crawl fetched; a trace shows *when*. Every lesson
+//! marks the same moments — a fetch starts, enters a phase, ends; the event
+//! loop polls and runs what is ready — and this recorder writes them in the
+//! Trace Event Format, the JSON that Perfetto (<https://ui.perfetto.dev>),
+//! `chrome://tracing` and speedscope open, and that the course's `timeline`
+//! tool draws for the book.
+//!
+//! What a trace holds:
+//!
+//! - **one slice per fetch**, named by its URL, on the fetch's *lane*, with
+//!   its phases nested inside as child slices: `resolve`, `connect`, `send`
+//!   (the request), `wait` (for the first byte), `read` (the rest), `links`
+//!   (finding the page's links). The fetch's `args` say how it ended.
+//! - **lanes that show the model**: lesson 1 puts a fetch on its worker
+//!   thread's lane ([`Lane::Thread`]), lessons 2 and 3 on the lowest lane no
+//!   other fetch holds ([`Lane::Lowest`], so the number of lanes is the most
+//!   fetches ever in flight), lesson 4 on its worker task's ([`Lane::Worker`]).
+//! - **the event loop's turns** (lessons 2–4), each a slice on a lane of its
+//!   own: the time blocked in `poll`, then the time running callbacks or task
+//!   steps, with how many of each.
+//! - **counters**: fetches in flight, open sockets, URLs queued.
+//!
+//! Events are written as they happen, through a buffer, so a long crawl's
+//! trace costs disk rather than memory; the recorder keeps only the fetches
+//! still open. [`Trace::finish`] ends any fetch still open, names the lanes,
+//! and closes the JSON, so the file is valid however the crawl went.
+//!
+//! Off by default, and then free: a [`Trace`] that is off is a `None`, and
+//! every method checks that first and returns. The lessons call it
+//! unconditionally, at the same points in each lesson, so their diffs stay
+//! about the concurrency model.
+//!
+//! One recorder serves the threads of lesson 1 and the single thread of
+//! lessons 2–4, so it sits behind a `Mutex`; with one thread the lock is
+//! never contended.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
+use std::time::Instant;
+
+use crate::stats::{FetchError, FetchStatistic};
+
+/// A handle on the crawl's recorder, or nothing when `--trace` is off.
+/// Cloning it is cheap, and every clone writes to the same trace.
+#[derive(Clone, Default)]
+pub struct Trace {
+    /// `None` when tracing is off: then every method returns at once.
+    recorder: Option<Arc<Mutex<Recorder>>>,
+}
+
+impl std::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_on() { "Trace(on)" } else { "Trace(off)" })
+    }
+}
+
+/// Which lane a fetch is drawn on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// The calling thread's lane: lesson 1, one lane per worker thread.
+    Thread,
+    /// The lowest lane no fetch holds now: lessons 2 and 3, where every
+    /// fetch in flight is its own callback chain or coroutine.
+    Lowest,
+    /// Worker `n`'s lane (`n` from 1): lesson 4's worker tasks.
+    Worker(usize),
+}
+
+/// A phase of a fetch, in the order a fetch goes through them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Looking up the host's addresses (once per host and crawl: later
+    /// fetches find them cached, and their `resolve` is a sliver).
+    Resolve,
+    /// Opening the TCP connection.
+    Connect,
+    /// Writing the request.
+    Send,
+    /// Waiting for the first byte of the response: the server's time.
+    Wait,
+    /// Reading the rest of the response.
+    Read,
+    /// Finding the page's links and queueing the new ones.
+    Links,
+}
+
+impl Phase {
+    /// The slice's name in the trace.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Resolve => "resolve",
+            Phase::Connect => "connect",
+            Phase::Send => "send",
+            Phase::Wait => "wait",
+            Phase::Read => "read",
+            Phase::Links => "links",
+        }
+    }
+}
+
+/// One turn of an event loop being timed: made by [`Trace::start_turn`],
+/// marked by [`LoopTurn::polled`], ended by [`Trace::end_turn`]. Nothing but
+/// two empty `Option`s when tracing is off.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopTurn {
+    /// When the turn began (when it called `poll`).
+    started: Option<Instant>,
+    /// When `poll` returned.
+    polled: Option<Instant>,
+}
+
+impl LoopTurn {
+    /// `poll` has returned: from here on the loop runs what is ready.
+    pub fn polled(&mut self) {
+        if self.started.is_some() {
+            self.polled = Some(Instant::now());
+        }
+    }
+}
+
+/// The lane the event loop's turns are drawn on (the fetch lanes come after).
+const LOOP_TID: usize = 1;
+
+impl Trace {
+    /// No tracing: every method is a no-op.
+    pub fn off() -> Trace {
+        Trace::default()
+    }
+
+    /// Trace to a new file at `path` (replacing one that is there).
+    /// `process` names the trace's one process (`lesson 4: ...`).
+    pub fn create(path: &Path, process: &str) -> io::Result<Trace> {
+        let file = File::create(path)?;
+        Ok(Trace::to_sink(Sink::File(BufWriter::new(file)), process))
+    }
+
+    /// Trace into memory, for tests: [`Trace::captured`] returns the text
+    /// once the trace is finished.
+    pub fn capture(process: &str) -> Trace {
+        Trace::to_sink(Sink::Memory(Vec::new()), process)
+    }
+
+    fn to_sink(out: Sink, process: &str) -> Trace {
+        let mut recorder = Recorder {
+            out,
+            first: true,
+            error: None,
+            finished: false,
+            origin: Instant::now(),
+            process: process.to_owned(),
+            next_id: 0,
+            open: HashMap::new(),
+            lanes: Lanes::default(),
+            in_flight: Counter::new("fetches in flight"),
+            sockets: Counter::new("open sockets"),
+            queued: Counter::new("URLs queued"),
+            loop_turns: 0,
+            captured: None,
+        };
+        recorder.write_raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+        Trace {
+            recorder: Some(Arc::new(Mutex::new(recorder))),
+        }
+    }
+
+    /// Is this crawl traced?
+    pub fn is_on(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// The recorder, locked; `None` when tracing is off. A lock poisoned by
+    /// a panicking thread is still used: the trace is only a record.
+    fn lock(&self) -> Option<MutexGuard<'_, Recorder>> {
+        let recorder = self.recorder.as_ref()?;
+        Some(recorder.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A fetch of `url` starts now, on `lane`. Mark its phases and end it
+    /// through the returned [`FetchSpan`].
+    pub fn fetch(&self, url: &str, lane: Lane) -> FetchSpan {
+        let span = self.recorder.as_ref().map(|recorder| {
+            let id = recorder
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .open_fetch(url, lane);
+            (Arc::clone(recorder), id)
+        });
+        FetchSpan { span }
+    }
+
+    /// An event loop's turn starts: it is about to `poll`.
+    pub fn start_turn(&self) -> LoopTurn {
+        LoopTurn {
+            started: self.is_on().then(Instant::now),
+            polled: None,
+        }
+    }
+
+    /// The turn is over: `events` readiness events came out of `poll`, then
+    /// `ran` callbacks or task steps ran; `sockets` are registered with the
+    /// loop now.
+    pub fn end_turn(&self, turn: LoopTurn, events: usize, ran: usize, sockets: usize) {
+        let (Some(started), Some(mut recorder)) = (turn.started, self.lock()) else {
+            return;
+        };
+        let ended = Instant::now();
+        let polled = turn.polled.unwrap_or(ended);
+        recorder.loop_turn(started, polled, ended, events, ran, sockets);
+    }
+
+    /// `urls` URLs are waiting to be fetched.
+    pub fn queued(&self, urls: usize) {
+        if let Some(mut recorder) = self.lock() {
+            let now = Instant::now();
+            recorder.set_counter(now, |r| &mut r.queued, urls);
+        }
+    }
+
+    /// End the trace: end the fetches still open, name the lanes, close the
+    /// JSON and flush it. Later events are ignored; finishing twice is
+    /// harmless. An error says the file is incomplete (a full disk, say).
+    pub fn finish(&self) -> io::Result<()> {
+        match self.lock() {
+            Some(mut recorder) => recorder.finish(),
+            None => Ok(()),
+        }
+    }
+
+    /// The text of a finished [`Trace::capture`] trace.
+    pub fn captured(&self) -> Option<String> {
+        let recorder = self.lock()?;
+        recorder.captured.clone()
+    }
+}
+
+/// One fetch in a trace (or nothing, when tracing is off). Clones are the
+/// same fetch, so a lesson can hand one to its fetch code and keep one for
+/// the `links` phase and the end. A span that is never ended is ended by
+/// [`Trace::finish`], marked `unfinished`.
+#[derive(Clone)]
+pub struct FetchSpan {
+    /// The recorder and the fetch's id in it.
+    span: Option<(Arc<Mutex<Recorder>>, u64)>,
+}
+
+impl std::fmt::Debug for FetchSpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.span {
+            Some((_, id)) => write!(f, "FetchSpan({id})"),
+            None => f.write_str("FetchSpan(off)"),
+        }
+    }
+}
+
+impl FetchSpan {
+    /// A span that records nothing.
+    pub fn off() -> FetchSpan {
+        FetchSpan { span: None }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut Recorder, u64, Instant)) {
+        if let Some((recorder, id)) = &self.span {
+            let mut recorder = recorder.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut recorder, *id, Instant::now());
+        }
+    }
+
+    /// The fetch enters `phase` now; the phase it was in ends.
+    pub fn phase(&self, phase: Phase) {
+        self.with(|recorder, id, now| recorder.enter_phase(id, phase, now));
+    }
+
+    /// The fetch runs on connection `id` (lesson 4's pool), `reused` or new.
+    pub fn connection(&self, connection: u64, reused: bool) {
+        self.with(|recorder, id, _| {
+            if let Some(open) = recorder.open.get_mut(&id) {
+                open.args.connection = Some((connection, reused));
+            }
+        });
+    }
+
+    /// This is attempt `n` at the URL (lesson 4's retries, from 1).
+    pub fn attempt(&self, n: usize) {
+        self.with(|recorder, id, _| {
+            if let Some(open) = recorder.open.get_mut(&id) {
+                open.args.attempt = Some(n);
+            }
+        });
+    }
+
+    /// The fetch is over, and `stat` is its report line.
+    pub fn end(&self, stat: &FetchStatistic) {
+        self.with(|recorder, id, now| {
+            let outcome = match &stat.error {
+                Some(error) => Outcome::Failed(error.kind.key(), error.message.clone()),
+                None => Outcome::Status(stat.status.unwrap_or(0)),
+            };
+            recorder.close_fetch(id, outcome, now);
+        });
+    }
+
+    /// The fetch (an attempt) failed with `error`.
+    pub fn fail(&self, error: &FetchError) {
+        self.with(|recorder, id, now| {
+            let outcome = Outcome::Failed(error.kind.key(), error.message.clone());
+            recorder.close_fetch(id, outcome, now);
+        });
+    }
+
+    /// The fetch did not happen after all: it is given back to be tried
+    /// again later (out of file descriptors).
+    pub fn abandon(&self, why: &str) {
+        self.with(|recorder, id, now| {
+            recorder.close_fetch(id, Outcome::Abandoned(why.to_owned()), now);
+        });
+    }
+}
+
+/// How a fetch ended, for its slice's `args`.
+#[derive(Debug)]
+enum Outcome {
+    /// A response, with its status code.
+    Status(u16),
+    /// A failure: its kind (the report's `fail_<kind>`) and message.
+    Failed(&'static str, String),
+    /// Given back to be fetched again later.
+    Abandoned(String),
+    /// Still open when the trace was finished.
+    Unfinished,
+}
+
+/// What the recorder keeps of a fetch still going.
+#[derive(Debug)]
+struct OpenFetch {
+    /// The URL: the slice's name.
+    url: Box<str>,
+    /// Its lane (from 1)...
+    lane: usize,
+    /// ...and how it was chosen, to give it back.
+    lane_kind: Lane,
+    /// When it started.
+    started: Instant,
+    /// The phase it is in, and since when.
+    phase: Option<(Phase, Instant)>,
+    /// Has it opened a socket (reached `connect`)? Lesson 1's sockets are
+    /// counted this way; the loop lessons count them in the loop.
+    socket: bool,
+    /// What else its slice's `args` say.
+    args: FetchArgs,
+}
+
+/// A fetch's extra `args`.
+#[derive(Debug, Default)]
+struct FetchArgs {
+    /// Lesson 4: the connection's id, and whether it was reused.
+    connection: Option<(u64, bool)>,
+    /// Lesson 4: which attempt at the URL this is.
+    attempt: Option<usize>,
+}
+
+/// A counter track, written only when its value changes.
+#[derive(Debug)]
+struct Counter {
+    /// The track's name.
+    name: &'static str,
+    /// The value last written.
+    value: usize,
+}
+
+impl Counter {
+    fn new(name: &'static str) -> Counter {
+        Counter { name, value: 0 }
+    }
+}
+
+/// Which lanes are in use, and what they are called.
+#[derive(Debug, Default)]
+struct Lanes {
+    /// Lesson 1: each thread's lane, in the order threads first fetched.
+    threads: HashMap<ThreadId, usize>,
+    /// Lessons 2 and 3: lanes below `next` that no fetch holds now.
+    free: BTreeSet<usize>,
+    /// Lessons 2 and 3: the lowest lane never used yet.
+    next: usize,
+    /// Every lane used, with its name, for the metadata written at the end.
+    named: HashMap<usize, String>,
+}
+
+impl Lanes {
+    /// The lane a new fetch goes on (from 1).
+    fn take(&mut self, lane: Lane) -> usize {
+        let (n, kind) = match lane {
+            Lane::Thread => {
+                let next = self.threads.len() + 1;
+                let n = *self
+                    .threads
+                    .entry(std::thread::current().id())
+                    .or_insert(next);
+                (n, "worker thread")
+            }
+            Lane::Lowest => {
+                let n = self.free.pop_first().unwrap_or_else(|| {
+                    self.next += 1;
+                    self.next
+                });
+                (n, "fetch")
+            }
+            Lane::Worker(n) => (n.max(1), "worker task"),
+        };
+        self.named.entry(n).or_insert_with(|| format!("{kind} {n}"));
+        n
+    }
+
+    /// A fetch on `lane` has ended: a [`Lane::Lowest`] lane is free again.
+    fn give_back(&mut self, lane: usize, kind: Lane) {
+        if kind == Lane::Lowest {
+            self.free.insert(lane);
+        }
+    }
+}
+
+/// The recorder behind every [`Trace`] handle of a crawl.
+struct Recorder {
+    /// Where the JSON goes.
+    out: Sink,
+    /// No event written yet (the next one needs no comma before it).
+    first: bool,
+    /// The first write error: after it nothing more is written, and
+    /// `finish` reports it.
+    error: Option<io::Error>,
+    /// `finish` has run.
+    finished: bool,
+    /// Time zero of the trace: timestamps are microseconds since.
+    origin: Instant,
+    /// The process's name in the trace.
+    process: String,
+    /// The next fetch's id.
+    next_id: u64,
+    /// The fetches still going, by id.
+    open: HashMap<u64, OpenFetch>,
+    /// The lanes.
+    lanes: Lanes,
+    /// Fetches in flight: the open spans.
+    in_flight: Counter,
+    /// Sockets open: from the loop's turns (lessons 2–4), or from the
+    /// fetches past `connect` (lesson 1).
+    sockets: Counter,
+    /// URLs waiting for a fetch.
+    queued: Counter,
+    /// Turns of the loop recorded: when there are any, the loop counts the
+    /// sockets.
+    loop_turns: u64,
+    /// A capturing trace's text, once finished.
+    captured: Option<String>,
+}
+
+impl Recorder {
+    /// Microseconds from the trace's start to `t`, as the format wants them.
+    fn ts(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.origin).as_secs_f64() * 1e6
+    }
+
+    fn write_raw(&mut self, text: &str) {
+        if self.error.is_none() {
+            if let Err(err) = self.out.write_all(text.as_bytes()) {
+                self.error = Some(err);
+            }
+        }
+    }
+
+    /// Write one event (a JSON object's text), with the comma before it.
+    fn event(&mut self, json: &str) {
+        if self.finished {
+            return;
+        }
+        if !self.first {
+            self.write_raw(",\n");
+        }
+        self.first = false;
+        self.write_raw(json);
+    }
+
+    /// A complete (`X`) slice on lane `tid`, from `start` to `end`.
+    fn slice(&mut self, name: &str, cat: &str, tid: usize, start: Instant, end: Instant, args: &str) {
+        let mut json = String::with_capacity(96 + name.len() + args.len());
+        json.push_str("{\"name\":");
+        push_json_str(&mut json, name);
+        let _ = write!(
+            json,
+            ",\"cat\":\"{cat}\",\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"ts\":{:.3},\"dur\":{:.3}",
+            self.ts(start),
+            end.saturating_duration_since(start).as_secs_f64() * 1e6
+        );
+        if !args.is_empty() {
+            let _ = write!(json, ",\"args\":{{{args}}}");
+        }
+        json.push('}');
+        self.event(&json);
+    }
+
+    /// Set a counter, writing a `C` event if its value changed.
+    fn set_counter(&mut self, now: Instant, counter: fn(&mut Recorder) -> &mut Counter, value: usize) {
+        let c = counter(self);
+        if c.value == value {
+            return;
+        }
+        c.value = value;
+        let name = c.name;
+        let json = format!(
+            "{{\"name\":\"{name}\",\"ph\":\"C\",\"pid\":1,\"ts\":{:.3},\"args\":{{\"value\":{value}}}}}",
+            self.ts(now)
+        );
+        self.event(&json);
+    }
+
+    fn open_fetch(&mut self, url: &str, lane: Lane) -> u64 {
+        let now = Instant::now();
+        let id = self.next_id;
+        self.next_id += 1;
+        let n = self.lanes.take(lane);
+        let fetch = OpenFetch {
+            url: url.into(),
+            lane: n,
+            lane_kind: lane,
+            started: now,
+            phase: None,
+            socket: false,
+            args: FetchArgs::default(),
+        };
+        self.open.insert(id, fetch);
+        let in_flight = self.open.len();
+        self.set_counter(now, |r| &mut r.in_flight, in_flight);
+        id
+    }
+
+    /// Write the slice of the phase `fetch` is in, which ends at `now`.
+    fn end_phase(&mut self, fetch: &mut OpenFetch, now: Instant) {
+        if let Some((phase, since)) = fetch.phase.take() {
+            self.slice(phase.name(), "phase", LOOP_TID + fetch.lane, since, now, "");
+        }
+    }
+
+    fn enter_phase(&mut self, id: u64, phase: Phase, now: Instant) {
+        let Some(mut fetch) = self.open.remove(&id) else {
+            return;
+        };
+        self.end_phase(&mut fetch, now);
+        fetch.phase = Some((phase, now));
+        if phase == Phase::Connect && !fetch.socket {
+            fetch.socket = true;
+            if self.loop_turns == 0 {
+                let sockets = self.sockets.value + 1;
+                self.set_counter(now, |r| &mut r.sockets, sockets);
+            }
+        }
+        self.open.insert(id, fetch);
+    }
+
+    fn close_fetch(&mut self, id: u64, outcome: Outcome, now: Instant) {
+        let Some(mut fetch) = self.open.remove(&id) else {
+            return;
+        };
+        self.end_phase(&mut fetch, now);
+        let mut args = String::new();
+        match &outcome {
+            Outcome::Status(status) => {
+                let _ = write!(args, "\"status\":{status}");
+            }
+            Outcome::Failed(kind, message) => {
+                let _ = write!(args, "\"error\":\"{kind}\",\"message\":");
+                push_json_str(&mut args, message);
+            }
+            Outcome::Abandoned(why) => {
+                args.push_str("\"abandoned\":");
+                push_json_str(&mut args, why);
+            }
+            Outcome::Unfinished => args.push_str("\"unfinished\":true"),
+        }
+        if let Some((connection, reused)) = fetch.args.connection {
+            let _ = write!(args, ",\"connection\":{connection},\"reused\":{reused}");
+        }
+        if let Some(attempt) = fetch.args.attempt {
+            let _ = write!(args, ",\"attempt\":{attempt}");
+        }
+        self.slice(&fetch.url, "fetch", LOOP_TID + fetch.lane, fetch.started, now, &args);
+        self.lanes.give_back(fetch.lane, fetch.lane_kind);
+        let in_flight = self.open.len();
+        self.set_counter(now, |r| &mut r.in_flight, in_flight);
+        if fetch.socket && self.loop_turns == 0 {
+            let sockets = self.sockets.value.saturating_sub(1);
+            self.set_counter(now, |r| &mut r.sockets, sockets);
+        }
+    }
+
+    fn loop_turn(
+        &mut self,
+        started: Instant,
+        polled: Instant,
+        ended: Instant,
+        events: usize,
+        ran: usize,
+        sockets: usize,
+    ) {
+        self.loop_turns += 1;
+        let args = format!("\"events\":{events},\"ran\":{ran}");
+        self.slice("turn", "loop", LOOP_TID, started, ended, &args);
+        self.slice("poll", "loop", LOOP_TID, started, polled, "");
+        if ran > 0 {
+            self.slice("run", "loop", LOOP_TID, polled, ended, &format!("\"ran\":{ran}"));
+        }
+        self.set_counter(ended, |r| &mut r.sockets, sockets);
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut ids: Vec<u64> = self.open.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.close_fetch(id, Outcome::Unfinished, now);
+        }
+        // Metadata: the process's name, the lanes' names, and their order.
+        let mut meta = Vec::new();
+        let mut name = String::new();
+        push_json_str(&mut name, &self.process);
+        meta.push(format!(
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{{\"name\":{name}}}}}"
+        ));
+        let mut lanes: Vec<(usize, String)> = self
+            .lanes
+            .named
+            .iter()
+            .map(|(n, name)| (LOOP_TID + n, name.clone()))
+            .collect();
+        if self.loop_turns > 0 {
+            lanes.push((LOOP_TID, "event loop".to_owned()));
+        }
+        lanes.sort();
+        for (tid, lane) in lanes {
+            meta.push(format!(
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"args\":{{\"name\":\"{lane}\"}}}}"
+            ));
+            meta.push(format!(
+                "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
+            ));
+        }
+        for event in meta {
+            self.event(&event);
+        }
+        self.write_raw("\n]}\n");
+        self.finished = true;
+        if self.error.is_none() {
+            if let Err(err) = self.out.flush() {
+                self.error = Some(err);
+            }
+        }
+        if let Sink::Memory(bytes) = &self.out {
+            self.captured = Some(String::from_utf8_lossy(bytes).into_owned());
+        }
+        match self.error.take() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Recorder {
+    /// A trace nobody finished (the crawl returned an error) is still
+    /// closed, so the file is valid JSON.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Where a trace goes: a file, or memory (for tests).
+enum Sink {
+    /// `--trace FILE`, buffered: events are small and many.
+    File(BufWriter<File>),
+    /// [`Trace::capture`].
+    Memory(Vec<u8>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::File(file) => file.write(buf),
+            Sink::Memory(bytes) => bytes.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(file) => file.flush(),
+            Sink::Memory(_) => Ok(()),
+        }
+    }
+}
+
+/// Append `s` to `json` as a JSON string: quotes and backslashes escaped,
+/// control characters as `\n`, `\t`, ... or `\u00XX`. Everything else,
+/// non-ASCII included, goes in as it is: JSON text is UTF-8.
+pub fn push_json_str(json: &mut String, s: &str) {
+    json.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => json.push_str("\\\""),
+            '\\' => json.push_str("\\\\"),
+            '\n' => json.push_str("\\n"),
+            '\r' => json.push_str("\\r"),
+            '\t' => json.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(json, "\\u{:04x}", u32::from(c));
+            }
+            c => json.push(c),
+        }
+    }
+    json.push('"');
+}
