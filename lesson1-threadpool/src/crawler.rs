@@ -114,12 +114,13 @@ impl Crawler {
             // from here until this guard is dropped at the end of the turn.
             let in_flight = self.in_flight.start();
             let span = self.trace.fetch(url.as_str(), Lane::Thread);
-            match fetch::get(&url, &self.resolver, self.timeout, self.limits, &span) {
+            let fetched =
+                span.in_scope(|| fetch::get(&url, &self.resolver, self.timeout, self.limits));
+            match fetched {
                 Fetched::Done(result) => break (result, span),
                 // No descriptor after all: the budget was too hopeful. The
                 // fetches in flight will each close one; wait for that.
                 Fetched::OutOfDescriptors if in_flight.out_of_descriptors() => {
-                    span.abandon("out of file descriptors");
                     self.log
                         .debug(format_args!("wait {url}: out of file descriptors"));
                 }

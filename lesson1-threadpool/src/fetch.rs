@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use shared::http::{self, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
-use shared::trace::{FetchSpan, Phase};
+use shared::trace::{self, Phase};
 use shared::{FailKind, FetchError};
 use url::Url;
 
@@ -53,29 +53,23 @@ const READ_CHUNK: usize = 16 * 1024;
 
 // ANCHOR: get
 /// Fetch `url`: one connection, one HTTP/1.0 request, the whole response —
-/// or the reason there is none. `span` marks each phase in the trace.
-pub fn get(
-    url: &Url,
-    resolver: &Resolver,
-    timeout: Duration,
-    limits: Limits,
-    span: &FetchSpan,
-) -> Fetched {
+/// or the reason there is none.
+pub fn get(url: &Url, resolver: &Resolver, timeout: Duration, limits: Limits) -> Fetched {
     let deadline = Deadline::after(timeout);
     // Blocks on the first lookup of each host (the C library's resolver has
     // no timeout to give it); later lookups come from the resolver's cache.
     // `https` is refused here, before any socket exists.
-    span.phase(Phase::Resolve);
+    trace::phase(Phase::Resolve);
     let addrs = match resolver.resolve(url) {
         Ok(addrs) => addrs,
         Err(err) => return Fetched::Done(Err(err)),
     };
-    span.phase(Phase::Connect);
+    trace::phase(Phase::Connect);
     let mut sock = match connect(&addrs, &deadline) {
         Ok(sock) => sock,
         Err(fetched) => return fetched,
     };
-    Fetched::Done(exchange(&mut sock, url, limits, &deadline, span))
+    Fetched::Done(exchange(&mut sock, url, limits, &deadline))
     // `sock` is dropped here, closing the connection: HTTP/1.0, one
     // request per connection.
 }
@@ -86,16 +80,15 @@ fn exchange(
     url: &Url,
     limits: Limits,
     deadline: &Deadline,
-    span: &FetchSpan,
 ) -> Result<Response, FetchError> {
-    span.phase(Phase::Send);
+    trace::phase(Phase::Send);
     send(
         sock,
         &http::get_request(url, Version::Http10Close),
         deadline,
     )?;
-    span.phase(Phase::Wait);
-    receive(sock, limits, deadline, span)
+    trace::phase(Phase::Wait);
+    receive(sock, limits, deadline)
 }
 // ANCHOR_END: get
 
@@ -152,7 +145,6 @@ fn receive(
     sock: &mut TcpStream,
     limits: Limits,
     deadline: &Deadline,
-    span: &FetchSpan,
 ) -> Result<Response, FetchError> {
     let mut parser = ResponseParser::with_limits(limits);
     let mut buf = [0u8; READ_CHUNK];
@@ -171,9 +163,6 @@ fn receive(
             // The server closed the connection: that ends a body sent
             // without a length, and is an error anywhere else.
             return parser.finish();
-        }
-        if !parser.received_any() {
-            span.phase(Phase::Read);
         }
         if let Some(response) = parser.feed(&buf[..n])? {
             return Ok(response);

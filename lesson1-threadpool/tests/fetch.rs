@@ -3,7 +3,6 @@
 use lesson1_threadpool::fetch::*;
 use shared::http::{Limits, Response};
 use shared::net::Resolver;
-use shared::trace::FetchSpan;
 use shared::{FailKind, FetchError};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -31,7 +30,7 @@ fn serve_once(
 }
 
 fn get_with(url: &Url, timeout: Duration) -> Result<Response, FetchError> {
-    match get(url, &Resolver::new(), timeout, Limits::default(), &FetchSpan::off()) {
+    match get(url, &Resolver::new(), timeout, Limits::default()) {
         Fetched::Done(result) => result,
         Fetched::OutOfDescriptors => panic!("out of descriptors"),
     }

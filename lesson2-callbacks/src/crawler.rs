@@ -131,7 +131,6 @@ impl Crawler {
         } else {
             self.waiting.push_back(url);
         }
-        self.trace.queued(self.waiting.len());
     }
 
     /// Make a `Fetcher` for `url` whose `done` callback is
@@ -158,7 +157,7 @@ impl Crawler {
                     .fetched(&done_loop, url, done_span, fetched)
             },
         );
-        fetcher.borrow_mut().fetch(span);
+        span.in_scope(|| fetcher.borrow_mut().fetch(span.clone()));
         // `fetcher` is dropped here, but not freed: the callbacks it gave
         // the event loop (the socket's, the deadline's) hold it.
     }
@@ -175,7 +174,6 @@ impl Crawler {
             };
             self.start_fetcher(event_loop, url);
         }
-        self.trace.queued(self.waiting.len());
     }
     // ANCHOR_END: fetch
 
@@ -195,7 +193,6 @@ impl Crawler {
                 self.socket_budget = self.socket_budget.min(in_flight.max(1));
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
-                span.abandon("out of file descriptors");
                 self.waiting.push_front(url);
                 return;
             }
@@ -229,6 +226,7 @@ impl Crawler {
         self.urls_todo.remove(&url);
         // Its socket is closed: a waiting URL can have it.
         self.fetch_waiting(event_loop);
+        self.trace.queued(self.waiting.len());
         if self.urls_todo.is_empty() {
             event_loop.stop();
         }

@@ -66,7 +66,7 @@ use url::Url;
 
 use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
-use shared::trace::{FetchSpan, Phase};
+use shared::trace::{self, FetchSpan, Phase};
 use shared::{FailKind, FetchError};
 
 use crate::event_loop::{EventLoop, TimerHandle};
@@ -138,7 +138,9 @@ pub struct Fetcher {
     /// Who to tell how the fetch ended. Taken when called, so a fetch ends
     /// exactly once even if a late event or the timer comes after.
     done: Option<Done>,
-    /// Where the fetch's phases are marked (`--trace`); given by `fetch`.
+    /// The fetch in the trace (`--trace`), given by `fetch`. A callback
+    /// runs with no memory of the fetch it belongs to: each one `bind`
+    /// makes enters this span again, so the phases it marks land here.
     span: FetchSpan,
 }
 // ANCHOR_END: fetcher
@@ -182,15 +184,15 @@ impl Fetcher {
 
     // ANCHOR: fetch
     /// Start the fetch: arm the deadline, resolve the host, start
-    /// connecting. Returns at once; the event loop does the rest. Each
-    /// phase is marked on `span` as the fetch enters it.
+    /// connecting. Returns at once; the event loop does the rest, in
+    /// callbacks that each enter `span` (see `bind`).
     pub fn fetch(&mut self, span: FetchSpan) {
         self.span = span;
         let timed_out = self.bind(Fetcher::timed_out);
         self.timer = Some(self.event_loop.call_later(self.timeout, timed_out));
         // Resolving blocks (the C library has no non-blocking lookup), but
         // only on a host's first URL: the resolver caches the answer.
-        self.span.phase(Phase::Resolve);
+        trace::phase(Phase::Resolve);
         match self.resolver.resolve(&self.url) {
             Ok(addrs) => self.connect_any(addrs),
             Err(err) => self.finish(Fetched::Done(Err(err))),
@@ -200,7 +202,7 @@ impl Fetcher {
     /// Connect to the first of `addrs` that accepts: `connect` to each in
     /// turn, from the callback of the one before when it fails.
     pub fn connect_any(&mut self, addrs: Vec<SocketAddr>) {
-        self.span.phase(Phase::Connect);
+        trace::phase(Phase::Connect);
         self.addrs = addrs.into();
         self.connect();
     }
@@ -268,7 +270,7 @@ impl Fetcher {
             self.close();
             return self.connect();
         }
-        self.span.phase(Phase::Send);
+        trace::phase(Phase::Send);
         self.send_request();
     }
 
@@ -303,7 +305,7 @@ impl Fetcher {
         // The whole request is out: from now on, wait for the response —
         // holding as little as possible while waiting, so not the request.
         self.request = Vec::new();
-        self.span.phase(Phase::Wait);
+        trace::phase(Phase::Wait);
         self.event_loop.remove_writer(token);
         let read_response = self.bind(Fetcher::read_response);
         if let Err(err) = self.event_loop.add_reader(token, read_response) {
@@ -331,16 +333,11 @@ impl Fetcher {
                 // The peer closed: a response delimited by the close is
                 // complete now; anything else unfinished is an error.
                 Ok(0) => self.parser.finish(),
-                Ok(n) => {
-                    if !self.parser.received_any() {
-                        self.span.phase(Phase::Read);
-                    }
-                    match self.parser.feed(&buf[..n]) {
-                        Ok(Some(response)) => Ok(response),
-                        Ok(None) => continue,
-                        Err(err) => Err(err),
-                    }
-                }
+                Ok(n) => match self.parser.feed(&buf[..n]) {
+                    Ok(Some(response)) => Ok(response),
+                    Ok(None) => continue,
+                    Err(err) => Err(err),
+                },
                 // Drained, or the event was spurious: wait for the next one.
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
@@ -395,12 +392,14 @@ impl Fetcher {
     // ANCHOR: bind
     /// `self.step` as a callback the event loop can keep: Python's bound
     /// method. The closure holds a strong `Rc`, so the fetcher lives as long
-    /// as the loop may still call it.
+    /// as the loop may still call it; and the fetch's trace span, entered
+    /// while the step runs.
     fn bind(&self, step: Step) -> impl Fn() + 'static {
         let this = self.this.upgrade();
+        let span = self.span.clone();
         move || {
             if let Some(this) = &this {
-                step(&mut this.borrow_mut());
+                span.in_scope(|| step(&mut this.borrow_mut()));
             }
         }
     }

@@ -39,7 +39,6 @@ use lesson3_generators::sleep::sleep;
 use lesson3_generators::socket::Socket;
 use shared::http::{Limits, ResponseParser};
 use shared::net::Resolver;
-use shared::trace::FetchSpan;
 
 use shared::fixtures::memory::{memory_per_fetch, Subject};
 use shared::Lesson;
@@ -54,7 +53,6 @@ fn coroutine_sizes() -> anyhow::Result<()> {
         Rc::new(InFlight::default()),
         Duration::from_secs(30),
         Limits::default(),
-        FetchSpan::off(),
     );
     let addr = SocketAddr::from(([127, 0, 0, 1], 80));
     // A socket to hand the sub-coroutines (they are not run). It registers
@@ -91,7 +89,7 @@ fn coroutine_sizes() -> anyhow::Result<()> {
     row("sock.read()", size_of_val(&sock.read()));
     row(
         "read_all(&mut sock, limits)",
-        size_of_val(&fetch::read_all(&mut sock, Limits::default(), &FetchSpan::off())),
+        size_of_val(&fetch::read_all(&mut sock, Limits::default())),
     );
     row(
         "sleep(timeout)",

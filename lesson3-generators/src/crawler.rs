@@ -29,6 +29,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
+use std::pin::pin;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
@@ -137,7 +138,6 @@ impl Crawler {
         } else {
             self.waiting.push_back(url);
         }
-        self.trace.queued(self.waiting.len());
     }
 
     /// Make a `Fetcher` for `url` and a task that runs its `fetch`, then
@@ -156,17 +156,15 @@ impl Crawler {
             Rc::clone(&self.in_flight),
             self.timeout,
             self.limits,
-            span.clone(),
         );
         let task_loop = event_loop.clone();
         // The task holds the fetcher, the crawler and the loop until its
         // coroutine returns; its first step runs on the loop's next turn.
         event_loop.create_task(async move {
-            let fetched = fetcher.fetch().await;
+            // The fetch's phases are marked on `span` while it runs.
+            let fetched = span.clone().instrument(pin!(fetcher.fetch())).await;
             // Borrowed for this one step only, never across an `.await`.
-            crawler
-                .borrow_mut()
-                .fetched(&task_loop, url, span, fetched);
+            crawler.borrow_mut().fetched(&task_loop, url, span, fetched);
         });
     }
 
@@ -180,7 +178,6 @@ impl Crawler {
             };
             self.start_fetcher(event_loop, url);
         }
-        self.trace.queued(self.waiting.len());
     }
     // ANCHOR_END: fetch
 
@@ -200,7 +197,6 @@ impl Crawler {
                 self.socket_budget = self.socket_budget.min(self.in_flight.now());
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
-                span.abandon("out of file descriptors");
                 self.waiting.push_front(url);
                 return;
             }
@@ -239,6 +235,7 @@ impl Crawler {
         self.urls_todo.remove(&url);
         // Its socket is closed: a waiting URL can have it.
         self.fetch_waiting(event_loop);
+        self.trace.queued(self.waiting.len());
         if self.urls_todo.is_empty() {
             event_loop.stop();
         }

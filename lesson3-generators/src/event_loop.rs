@@ -580,7 +580,7 @@ impl EventLoop {
         // The trace's record of this turn (nothing, when tracing is off).
         let trace = inner.trace.borrow().clone();
         let mut turn = trace.start_turn();
-        let (nevents, mut ran);
+        let nevents;
         {
             let mut events = inner.events.borrow_mut();
             let waited = inner.poll.borrow_mut().poll(&mut events, timeout);
@@ -592,7 +592,6 @@ impl EventLoop {
             }
             turn.polled();
             nevents = events.iter().count();
-            ran = 0;
             for event in events.iter() {
                 if event.token() == REMOTE_TOKEN {
                     self.drain_remote();
@@ -610,13 +609,11 @@ impl EventLoop {
                 if event.is_readable() || event.is_read_closed() || failed {
                     if let Some(reader) = reader {
                         reader();
-                        ran += 1;
                     }
                 }
                 if event.is_writable() || event.is_write_closed() || failed {
                     if let Some(writer) = writer {
                         writer();
-                        ran += 1;
                     }
                 }
             }
@@ -648,8 +645,7 @@ impl EventLoop {
                 None => break,
             }
         }
-        ran += ntodo;
-        trace.end_turn(turn, nevents, ran, self.registered());
+        trace.end_turn(turn, nevents, ntodo, self.registered());
         Ok(())
     }
     // ANCHOR_END: run_once

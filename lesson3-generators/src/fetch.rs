@@ -53,7 +53,7 @@ use url::Url;
 
 use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::net::{self, Resolver};
-use shared::trace::{FetchSpan, Phase};
+use shared::trace::{self, Phase};
 use shared::{FailKind, FetchError};
 
 use crate::socket::Socket;
@@ -86,8 +86,6 @@ pub struct Fetcher {
     pub(crate) timeout: Duration,
     /// Response size limits, for the parser.
     pub(crate) limits: Limits,
-    /// Where the fetch's phases are marked (`--trace`).
-    pub(crate) span: FetchSpan,
 }
 // ANCHOR_END: fetcher
 
@@ -100,7 +98,6 @@ impl Fetcher {
         in_flight: Rc<InFlight>,
         timeout: Duration,
         limits: Limits,
-        span: FetchSpan,
     ) -> Fetcher {
         Fetcher {
             url,
@@ -108,7 +105,6 @@ impl Fetcher {
             in_flight,
             timeout,
             limits,
-            span,
         }
     }
 
@@ -129,26 +125,26 @@ impl Fetcher {
     async fn get(&self) -> anyhow::Result<Response> {
         // Resolving blocks (the C library has no non-blocking lookup), but
         // only on a host's first URL: the resolver caches the answer.
-        self.span.phase(Phase::Resolve);
+        trace::phase(Phase::Resolve);
         let addrs = self.resolver.resolve(&self.url)?;
         // In flight from here, where the first socket is about to be made,
         // to the end of this function, however it ends: the guard is a local.
         let _counted = self.in_flight.start();
-        self.span.phase(Phase::Connect);
+        trace::phase(Phase::Connect);
         let mut sock = connect_any(&addrs).await?;
         // A coroutine's locals live until the end of their scope, however
         // long it waits: drop the addresses (and below, the request) now, so
         // a fetch waiting for its response does not keep them on the heap.
         drop(addrs);
-        self.span.phase(Phase::Send);
+        trace::phase(Phase::Send);
         let request = get_request(&self.url, Version::Http10Close);
         sock.write_all(&request)
             .await
             .map_err(io_error)
             .context("sending request")?;
         drop(request);
-        self.span.phase(Phase::Wait);
-        read_all(&mut sock, self.limits, &self.span)
+        trace::phase(Phase::Wait);
+        read_all(&mut sock, self.limits)
             .await
             .context("reading response")
     }
@@ -220,20 +216,13 @@ pub fn connect_error(err: io::Error) -> anyhow::Error {
 /// Read until the response is complete or the peer closes: the tutorial's
 /// `read_all`, with the parser as "the response so far" (it also knows when
 /// the response is complete, and when it is too large).
-pub async fn read_all(
-    sock: &mut Socket,
-    limits: Limits,
-    span: &FetchSpan,
-) -> anyhow::Result<Response> {
+pub async fn read_all(sock: &mut Socket, limits: Limits) -> anyhow::Result<Response> {
     let mut parser = ResponseParser::with_limits(limits);
     loop {
         let chunk = sock.read().await.map_err(io_error)?;
         if chunk.is_empty() {
             // Complete if the body ran to the close; an error otherwise.
             return Ok(parser.finish()?);
-        }
-        if !parser.received_any() {
-            span.phase(Phase::Read);
         }
         if let Some(response) = parser.feed(&chunk)? {
             return Ok(response);

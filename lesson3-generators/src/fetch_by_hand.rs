@@ -36,7 +36,7 @@ use std::vec;
 use anyhow::Context as _;
 use shared::http::{get_request, Response, ResponseParser, Version};
 use shared::net;
-use shared::trace::Phase;
+use shared::trace::{self, Phase};
 use shared::{FailKind, FetchError};
 
 use crate::fetch::{connect_error, io_error, timed_out, Fetched, Fetcher, InFlightGuard};
@@ -138,10 +138,10 @@ impl FetchByHand<'_> {
             // path below stores a state back or returns the result.
             self.state = match std::mem::replace(&mut self.state, State::Done) {
                 State::Start => {
-                    self.fetcher.span.phase(Phase::Resolve);
+                    trace::phase(Phase::Resolve);
                     let addrs = self.fetcher.resolver.resolve(&self.fetcher.url)?;
                     let counted = self.fetcher.in_flight.start();
-                    self.fetcher.span.phase(Phase::Connect);
+                    trace::phase(Phase::Connect);
                     self.connect_next(addrs.into_iter(), None, counted)?
                 }
                 State::Connecting {
@@ -163,7 +163,7 @@ impl FetchByHand<'_> {
                     }
                     match sock.is_connected() {
                         Ok(true) => {
-                            self.fetcher.span.phase(Phase::Send);
+                            trace::phase(Phase::Send);
                             State::Sending {
                                 sock,
                                 ready: None,
@@ -246,7 +246,7 @@ impl FetchByHand<'_> {
                             counted,
                         }
                     } else {
-                        self.fetcher.span.phase(Phase::Wait);
+                        trace::phase(Phase::Wait);
                         State::Reading {
                             sock,
                             ready: None,
@@ -277,12 +277,7 @@ impl FetchByHand<'_> {
                     loop {
                         let done = match sock.read_chunk() {
                             Ok(chunk) if chunk.is_empty() => Some(parser.finish()),
-                            Ok(chunk) => {
-                                if !parser.received_any() {
-                                    self.fetcher.span.phase(Phase::Read);
-                                }
-                                parser.feed(&chunk).transpose()
-                            }
+                            Ok(chunk) => parser.feed(&chunk).transpose(),
                             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
                             Err(e) => {

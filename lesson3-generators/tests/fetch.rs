@@ -17,7 +17,6 @@ use lesson3_generators::fetch_by_hand::fetch_by_hand;
 use shared::fixtures::server::{Route, Site, TestServer};
 use shared::http::{Limits, Response, ResponseParser};
 use shared::net::Resolver;
-use shared::trace::FetchSpan;
 use shared::{FailKind, FetchError};
 use url::Url;
 
@@ -42,7 +41,6 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
         Rc::clone(&in_flight),
         timeout,
         limits,
-        FetchSpan::off(),
     );
     let outcome = Rc::new(RefCell::new(None));
     let out = Rc::clone(&outcome);
@@ -280,7 +278,6 @@ fn a_fetch_coroutine_holds_no_buffer() {
         Rc::new(InFlight::default()),
         TEN_SECS,
         Limits::default(),
-        FetchSpan::off(),
     );
     let by_compiler = std::mem::size_of_val(&fetcher.fetch());
     let by_hand = std::mem::size_of_val(&fetch_by_hand(&fetcher));

@@ -43,6 +43,7 @@ use std::rc::{Rc, Weak};
 
 use anyhow::Context;
 use shared::net::{check_scheme, is_out_of_descriptors, Resolver};
+use shared::trace::{self, Phase};
 use shared::{FailKind, FetchError};
 use url::Url;
 
@@ -153,6 +154,9 @@ pub struct Connection {
     key: Rc<PoolKey>,
     /// Did it come from the idle pool (and so may be stale)?
     reused: bool,
+    /// Which of the pool's connections this is (1 for the first opened): a
+    /// trace shows it, to make reuse visible.
+    id: u32,
     /// The pool, to count it as closed when dropped. Weak: idle connections
     /// live inside the pool, and must not keep it alive.
     pool: Weak<PoolInner>,
@@ -340,10 +344,7 @@ impl ConnectionPool {
     /// (A function that returns an `async move` block rather than an `async
     /// fn`, for the reason [`crate::fetch`] gives: a fetch waiting for its
     /// server was in here a moment ago, and keeps room for it.)
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an `async fn` would keep its arguments twice"
-    )]
+    #[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
     pub fn connect<'a>(
         &'a self,
         url: &'a Url,
@@ -354,13 +355,16 @@ impl ConnectionPool {
                 Grant::Reuse(connection) => {
                     let mut connection = *connection;
                     connection.reused = true;
+                    trace::connection(connection.id, true);
                     return Ok(connection);
                 }
                 Grant::Open(permit) => permit,
             };
             check_scheme(url)?;
             let key = self.shared_key(url)?;
+            trace::phase(Phase::Resolve);
             let addrs = self.addresses(url, &key)?;
+            trace::phase(Phase::Connect);
             let mut last_error = None;
             // `localhost` may resolve to `::1` first, where nothing listens:
             // each address in turn.
@@ -412,10 +416,14 @@ impl ConnectionPool {
         permit.forget();
         self.inner.open.set(self.inner.open.get() + 1);
         self.inner.opened.set(self.inner.opened.get() + 1);
+        // Wraps after four billion connections: an id only a trace shows.
+        let id = self.inner.opened.get() as u32;
+        trace::connection(id, false);
         Connection {
             socket,
             key: key.clone(),
             reused: false,
+            id,
             pool: Rc::downgrade(&self.inner),
         }
     }

@@ -33,12 +33,14 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::future::Future;
+use std::pin::pin;
 use std::rc::Rc;
 use std::time::Instant;
 
 use shared::links::{self, UrlPolicy};
 use shared::log::Log;
 use shared::page::{self, Analysis};
+use shared::trace::{self, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FetchError, FetchStatistic};
 use url::Url;
 
@@ -65,6 +67,9 @@ pub struct Crawler {
     max_tasks: usize,
     /// Where the log lines go.
     log: Log,
+    /// `--trace`: where each attempt and its phases are recorded (off
+    /// unless asked for), on its worker's lane.
+    trace: Trace,
     /// The work: `(url, redirects still allowed)`.
     q: Queue<(Url, usize)>,
     /// Every URL ever queued: roots, new links, redirect targets. Their text
@@ -93,6 +98,7 @@ impl Crawler {
             max_tries: config.max_tries.max(1),
             max_tasks: config.max_tasks.max(1),
             log: config.log.clone(),
+            trace: config.trace.clone(),
             q: Queue::new(),
             seen_urls: RefCell::new(HashSet::new()),
             done: RefCell::new(Vec::new()),
@@ -126,8 +132,9 @@ impl Crawler {
     pub async fn crawl(self: Rc<Self>) -> anyhow::Result<()> {
         self.t0.set(Instant::now());
         let event_loop = get_running_loop();
-        let workers: Vec<Task<()>> = (0..self.max_tasks)
-            .map(|_| event_loop.create_task(self.clone().work()))
+        event_loop.set_trace(self.trace.clone());
+        let workers: Vec<Task<()>> = (1..=self.max_tasks)
+            .map(|worker| event_loop.create_task(self.clone().work(worker)))
             .collect();
         self.q.join().await?;
         for worker in &workers {
@@ -147,13 +154,21 @@ impl Crawler {
         Ok(())
     }
 
-    /// A worker: take a URL, fetch it, mark it done; forever, until cancelled.
-    async fn work(self: Rc<Self>) -> anyhow::Result<()> {
-        loop {
-            let (url, max_redirect) = self.q.get().await?;
-            let fetched = self.fetch(&url, max_redirect).await;
-            self.q.task_done()?;
-            fetched?;
+    /// A worker: take a URL, fetch it, mark it done; forever, until
+    /// cancelled. `worker` numbers it (from 1) for the trace's lanes.
+    #[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
+    fn work(self: Rc<Self>, worker: usize) -> impl Future<Output = anyhow::Result<()>> {
+        async move {
+            loop {
+                let (url, max_redirect) = self.q.get().await?;
+                self.trace.queued(self.q.qsize());
+                // The fetch is traced on this worker's lane: while it runs,
+                // its phases are marked on its span.
+                let span = self.trace.fetch(url.as_str(), Lane::Worker(worker));
+                let fetched = span.instrument(pin!(self.fetch(&url, max_redirect))).await;
+                self.q.task_done()?;
+                fetched?;
+            }
         }
     }
     // ANCHOR_END: crawl
@@ -166,10 +181,7 @@ impl Crawler {
     /// (A function that returns an `async move` block rather than an `async
     /// fn`, for the reason [`crate::fetch`] gives: this coroutine is part of
     /// every waiting fetch.)
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an `async fn` would keep its arguments twice"
-    )]
+    #[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
     fn fetch<'a>(
         &'a self,
         url: &'a Url,
@@ -179,6 +191,8 @@ impl Crawler {
             let mut tries = 0;
             let response = loop {
                 tries += 1;
+                // One slice per attempt in the trace.
+                trace::attempt(tries);
                 match fetch(&self.session, url).await {
                     Ok(response) => {
                         if tries > 1 {
@@ -195,6 +209,7 @@ impl Crawler {
                     }
                     Err(err) => {
                         let err = FetchError::from_anyhow(&err);
+                        trace::fail(&err);
                         self.log
                             .info(format_args!("try {tries} for {url} raised {err}"));
                         if tries >= self.max_tries || !err.kind.is_retryable() {
@@ -207,6 +222,7 @@ impl Crawler {
                 }
             };
 
+            trace::phase(Phase::Links);
             let Analysis {
                 mut stat,
                 links,
@@ -223,6 +239,7 @@ impl Crawler {
             }
 
             if let Some(next_url) = redirect {
+                trace::end(&stat);
                 self.record_statistic(stat);
                 if self.seen_urls.borrow().contains(next_url.as_str()) {
                     // We have been down this path before.
@@ -240,6 +257,7 @@ impl Crawler {
                 }
             } else {
                 stat.num_new_urls = self.add_links(url, links);
+                trace::end(&stat);
                 self.record_statistic(stat);
             }
             Ok(())

@@ -56,6 +56,7 @@ use std::time::Duration;
 use anyhow::Context;
 use shared::http::{get_request, Limits, Response, ResponseParser, Version};
 use shared::log::Log;
+use shared::trace::{self, Phase};
 use shared::{FailKind, FetchError};
 use url::Url;
 
@@ -99,10 +100,7 @@ impl Session {
 /// session's timeout. The error is a [`FetchError`] (its kind is the
 /// report's `fail_<kind>`), [`OutOfDescriptors`], or a cancellation of the
 /// task.
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an `async fn` would keep its arguments twice"
-)]
+#[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
 pub fn fetch<'a>(
     session: &'a Session,
     url: &'a Url,
@@ -132,10 +130,7 @@ pub fn timed_out(timeout: Duration) -> anyhow::Error {
 /// `GET url` on a pooled connection, resending once on a fresh connection
 /// when a reused one turns out to be stale. (An `async move` block: see
 /// "The size of a waiting fetch" above.)
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an `async fn` would keep its arguments twice"
-)]
+#[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
 fn get<'a>(
     session: &'a Session,
     url: &'a Url,
@@ -178,10 +173,7 @@ fn received_any(parser: &Option<Box<ResponseParser>>) -> bool {
 /// The parser is made when the first bytes arrive, and boxed: a fetch that
 /// is still waiting for its server holds neither a read buffer nor a
 /// parser, only an empty `Option`.
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an `async fn` would keep its arguments twice"
-)]
+#[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
 fn exchange<'a>(
     session: &'a Session,
     connection: &'a mut Connection,
@@ -195,12 +187,14 @@ fn exchange<'a>(
             // resend): a fetch waiting for its response keeps no copy of
             // what it asked. (A `drop(request)` would not do: the compiler
             // keeps room for every variable still in scope at an `.await`.)
+            trace::phase(Phase::Send);
             let request = get_request(url, Version::Http11KeepAlive);
             socket
                 .write_all(&request)
                 .await
                 .context("sending request")?;
         }
+        trace::phase(Phase::Wait);
         loop {
             let parsed = socket
                 .read(|bytes| match parser {

@@ -96,10 +96,7 @@ impl Socket {
     // ANCHOR: write_all
     /// Send all of `data`: asyncio's `sock_sendall`. A write may take only
     /// part of the data; the rest waits for the socket to be writable again.
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an `async fn` would keep its arguments twice"
-    )]
+    #[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
     pub fn write_all<'a>(
         &'a mut self,
         mut data: &'a [u8],
@@ -129,10 +126,7 @@ impl Socket {
     /// Wait for bytes, read what is there into the loop's shared buffer, and
     /// return `consume(bytes)`: asyncio's `sock_recv`, without a buffer of
     /// our own. `consume` gets an empty slice when the peer has closed.
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an `async fn` would keep its arguments twice"
-    )]
+    #[expect(clippy::manual_async_fn, reason = "an async fn keeps arguments twice")]
     pub fn read<'a, R>(
         &'a mut self,
         consume: impl FnOnce(&[u8]) -> R + 'a,

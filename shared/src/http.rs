@@ -45,6 +45,7 @@ use std::mem;
 use url::Url;
 
 use crate::stats::{FailKind, FetchError};
+use crate::trace::{self, Phase};
 
 /// Largest status line plus headers accepted (64 KiB).
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -335,7 +336,13 @@ impl ResponseParser {
         if let Some(err) = self.spent() {
             return Err(err);
         }
-        self.received |= !data.is_empty();
+        if !self.received && !data.is_empty() {
+            // The first byte of the answer: the fetch stops waiting and
+            // starts reading. The parser is the one to notice, so it tells
+            // the trace (of the fetch current on this thread, if any).
+            self.received = true;
+            trace::phase(Phase::Read);
+        }
         self.advance(data).map_err(|err| self.fail(err))
     }
 

@@ -36,12 +36,16 @@
 //! lessons 2–4, so it sits behind a `Mutex`; with one thread the lock is
 //! never contended.
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::fs::File;
+use std::future::Future;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::thread::ThreadId;
 use std::time::Instant;
 
@@ -57,7 +61,11 @@ pub struct Trace {
 
 impl std::fmt::Debug for Trace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.is_on() { "Trace(on)" } else { "Trace(off)" })
+        f.write_str(if self.is_on() {
+            "Trace(on)"
+        } else {
+            "Trace(off)"
+        })
     }
 }
 
@@ -186,11 +194,16 @@ impl Trace {
     /// through the returned [`FetchSpan`].
     pub fn fetch(&self, url: &str, lane: Lane) -> FetchSpan {
         let span = self.recorder.as_ref().map(|recorder| {
-            let id = recorder
+            let (id, lane) = recorder
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .open_fetch(url, lane);
-            (Arc::clone(recorder), id)
+            Arc::new(Span {
+                recorder: Arc::clone(recorder),
+                id,
+                url: url.into(),
+                lane,
+            })
         });
         FetchSpan { span }
     }
@@ -246,14 +259,52 @@ impl Trace {
 /// [`Trace::finish`], marked `unfinished`.
 #[derive(Clone)]
 pub struct FetchSpan {
-    /// The recorder and the fetch's id in it.
-    span: Option<(Arc<Mutex<Recorder>>, u64)>,
+    /// The fetch in the recorder. One pointer, so that a coroutine holding
+    /// a span (lesson 4's fetches wait by the ten thousand) grows by eight
+    /// bytes, not more.
+    span: Option<Arc<Span>>,
+}
+
+/// A fetch: the recorder, the fetch's id in it, and what it takes to open
+/// the fetch's slice again for another attempt.
+struct Span {
+    /// The recorder.
+    recorder: Arc<Mutex<Recorder>>,
+    /// The fetch's id in the recorder.
+    id: u64,
+    /// The URL, the slice's name.
+    url: Box<str>,
+    /// The lane the fetch was put on, to stay on for its next attempt.
+    lane: usize,
+}
+
+impl Span {
+    fn lock(&self) -> MutexGuard<'_, Recorder> {
+        self.recorder.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The last handle on a fetch is gone: if its slice is still open (the
+/// fetch was given back to be tried later, or its coroutine was dropped),
+/// the slice ends here, marked `abandoned`.
+impl Drop for Span {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        self.lock().close_fetch(self.id, Outcome::Abandoned, now);
+    }
+}
+
+thread_local! {
+    /// The fetch this thread is working for right now: set by
+    /// [`FetchSpan::in_scope`] for a call, and by [`Instrumented`] for each
+    /// poll of a coroutine. What [`phase`] and its siblings mark.
+    static CURRENT: RefCell<Option<Arc<Span>>> = const { RefCell::new(None) };
 }
 
 impl std::fmt::Debug for FetchSpan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.span {
-            Some((_, id)) => write!(f, "FetchSpan({id})"),
+            Some(span) => write!(f, "FetchSpan({})", span.id),
             None => f.write_str("FetchSpan(off)"),
         }
     }
@@ -266,9 +317,8 @@ impl FetchSpan {
     }
 
     fn with(&self, f: impl FnOnce(&mut Recorder, u64, Instant)) {
-        if let Some((recorder, id)) = &self.span {
-            let mut recorder = recorder.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut recorder, *id, Instant::now());
+        if let Some(span) = &self.span {
+            f(&mut span.lock(), span.id, Instant::now());
         }
     }
 
@@ -278,7 +328,7 @@ impl FetchSpan {
     }
 
     /// The fetch runs on connection `id` (lesson 4's pool), `reused` or new.
-    pub fn connection(&self, connection: u64, reused: bool) {
+    pub fn connection(&self, connection: u32, reused: bool) {
         self.with(|recorder, id, _| {
             if let Some(open) = recorder.open.get_mut(&id) {
                 open.args.connection = Some((connection, reused));
@@ -286,13 +336,47 @@ impl FetchSpan {
         });
     }
 
-    /// This is attempt `n` at the URL (lesson 4's retries, from 1).
+    /// Attempt `n` at the URL starts (lesson 4's retries, from 1). After a
+    /// failed attempt ([`FetchSpan::fail`]) the fetch gets a new slice, on
+    /// the same lane: one slice per attempt.
     pub fn attempt(&self, n: usize) {
-        self.with(|recorder, id, _| {
-            if let Some(open) = recorder.open.get_mut(&id) {
+        if let Some(span) = &self.span {
+            let now = Instant::now();
+            let mut recorder = span.lock();
+            if !recorder.open.contains_key(&span.id) {
+                recorder.reopen_fetch(span.id, &span.url, span.lane, now);
+            }
+            if let Some(open) = recorder.open.get_mut(&span.id) {
                 open.args.attempt = Some(n);
             }
-        });
+        }
+    }
+
+    /// Run `f` as this fetch's work: while it runs, [`phase`] and its
+    /// siblings mark this fetch. For code that blocks (lesson 1's threads).
+    pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _entered = self.enter();
+        f()
+    }
+
+    /// Make this fetch the thread's current one until the guard is dropped
+    /// (and the one before it current again). Nothing at all when off.
+    fn enter(&self) -> Entered {
+        match &self.span {
+            Some(span) => Entered {
+                previous: Some(CURRENT.with(|current| current.replace(Some(Arc::clone(span))))),
+            },
+            None => Entered { previous: None },
+        }
+    }
+
+    /// `future`, with this fetch current during each of its polls: the
+    /// coroutine's trace context travels with it, however the loop
+    /// interleaves it with others (`tracing`'s `Instrument`, made small).
+    /// Pass it pinned (`pin!(coroutine)`): the course forbids the `unsafe`
+    /// a wrapper would need to pin what it owns.
+    pub fn instrument<F: Future + Unpin>(self, future: F) -> Instrumented<F> {
+        Instrumented { span: self, future }
     }
 
     /// The fetch is over, and `stat` is its report line.
@@ -313,14 +397,75 @@ impl FetchSpan {
             recorder.close_fetch(id, outcome, now);
         });
     }
+}
 
-    /// The fetch did not happen after all: it is given back to be tried
-    /// again later (out of file descriptors).
-    pub fn abandon(&self, why: &str) {
-        self.with(|recorder, id, now| {
-            recorder.close_fetch(id, Outcome::Abandoned(why.to_owned()), now);
-        });
+/// The guard of [`FetchSpan::enter`]: puts back the fetch that was current.
+struct Entered {
+    /// `None` when the span was off (nothing to put back); else what was
+    /// current before.
+    previous: Option<Option<Arc<Span>>>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous.take() {
+            // Taken out of the cell before it is dropped: dropping the last
+            // handle on a span locks the recorder, and must not happen
+            // while the cell is borrowed.
+            let left = CURRENT.with(|current| current.replace(previous));
+            drop(left);
+        }
     }
+}
+
+/// A future run with its fetch current: see [`FetchSpan::instrument`].
+pub struct Instrumented<F> {
+    /// The fetch.
+    span: FetchSpan,
+    /// The coroutine.
+    future: F,
+}
+
+impl<F: Future + Unpin> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let _entered = self.span.enter();
+        Pin::new(&mut self.future).poll(cx)
+    }
+}
+
+/// Run `f` on the current fetch's span, if there is one.
+fn with_current(f: impl FnOnce(&FetchSpan)) {
+    let span = CURRENT.with(|current| current.borrow().clone());
+    if let Some(span) = span {
+        f(&FetchSpan { span: Some(span) });
+    }
+}
+
+/// The current fetch enters `phase` (see [`FetchSpan::phase`]).
+pub fn phase(phase: Phase) {
+    with_current(|span| span.phase(phase));
+}
+
+/// The current fetch runs on connection `id` (see [`FetchSpan::connection`]).
+pub fn connection(id: u32, reused: bool) {
+    with_current(|span| span.connection(id, reused));
+}
+
+/// Attempt `n` of the current fetch starts (see [`FetchSpan::attempt`]).
+pub fn attempt(n: usize) {
+    with_current(|span| span.attempt(n));
+}
+
+/// The current fetch's attempt failed (see [`FetchSpan::fail`]).
+pub fn fail(error: &FetchError) {
+    with_current(|span| span.fail(error));
+}
+
+/// The current fetch is over (see [`FetchSpan::end`]).
+pub fn end(stat: &FetchStatistic) {
+    with_current(|span| span.end(stat));
 }
 
 /// How a fetch ended, for its slice's `args`.
@@ -330,8 +475,9 @@ enum Outcome {
     Status(u16),
     /// A failure: its kind (the report's `fail_<kind>`) and message.
     Failed(&'static str, String),
-    /// Given back to be fetched again later.
-    Abandoned(String),
+    /// Dropped while still open: given back to be fetched again later, or
+    /// its coroutine was cancelled.
+    Abandoned,
     /// Still open when the trace was finished.
     Unfinished,
 }
@@ -360,7 +506,7 @@ struct OpenFetch {
 #[derive(Debug, Default)]
 struct FetchArgs {
     /// Lesson 4: the connection's id, and whether it was reused.
-    connection: Option<(u64, bool)>,
+    connection: Option<(u32, bool)>,
     /// Lesson 4: which attempt at the URL this is.
     attempt: Option<usize>,
 }
@@ -488,7 +634,15 @@ impl Recorder {
     }
 
     /// A complete (`X`) slice on lane `tid`, from `start` to `end`.
-    fn slice(&mut self, name: &str, cat: &str, tid: usize, start: Instant, end: Instant, args: &str) {
+    fn slice(
+        &mut self,
+        name: &str,
+        cat: &str,
+        tid: usize,
+        start: Instant,
+        end: Instant,
+        args: &str,
+    ) {
         let mut json = String::with_capacity(96 + name.len() + args.len());
         json.push_str("{\"name\":");
         push_json_str(&mut json, name);
@@ -506,7 +660,12 @@ impl Recorder {
     }
 
     /// Set a counter, writing a `C` event if its value changed.
-    fn set_counter(&mut self, now: Instant, counter: fn(&mut Recorder) -> &mut Counter, value: usize) {
+    fn set_counter(
+        &mut self,
+        now: Instant,
+        counter: fn(&mut Recorder) -> &mut Counter,
+        value: usize,
+    ) {
         let c = counter(self);
         if c.value == value {
             return;
@@ -520,11 +679,24 @@ impl Recorder {
         self.event(&json);
     }
 
-    fn open_fetch(&mut self, url: &str, lane: Lane) -> u64 {
+    /// A new fetch: its id, and the lane it was put on.
+    fn open_fetch(&mut self, url: &str, lane: Lane) -> (u64, usize) {
         let now = Instant::now();
         let id = self.next_id;
         self.next_id += 1;
         let n = self.lanes.take(lane);
+        self.insert_fetch(id, url, n, lane, now);
+        (id, n)
+    }
+
+    /// Fetch `id` starts another attempt, on its lane `n`.
+    fn reopen_fetch(&mut self, id: u64, url: &str, n: usize, now: Instant) {
+        if !self.finished {
+            self.insert_fetch(id, url, n, Lane::Worker(n), now);
+        }
+    }
+
+    fn insert_fetch(&mut self, id: u64, url: &str, n: usize, lane: Lane, now: Instant) {
         let fetch = OpenFetch {
             url: url.into(),
             lane: n,
@@ -537,7 +709,6 @@ impl Recorder {
         self.open.insert(id, fetch);
         let in_flight = self.open.len();
         self.set_counter(now, |r| &mut r.in_flight, in_flight);
-        id
     }
 
     /// Write the slice of the phase `fetch` is in, which ends at `now`.
@@ -577,10 +748,7 @@ impl Recorder {
                 let _ = write!(args, "\"error\":\"{kind}\",\"message\":");
                 push_json_str(&mut args, message);
             }
-            Outcome::Abandoned(why) => {
-                args.push_str("\"abandoned\":");
-                push_json_str(&mut args, why);
-            }
+            Outcome::Abandoned => args.push_str("\"abandoned\":true"),
             Outcome::Unfinished => args.push_str("\"unfinished\":true"),
         }
         if let Some((connection, reused)) = fetch.args.connection {
@@ -589,7 +757,14 @@ impl Recorder {
         if let Some(attempt) = fetch.args.attempt {
             let _ = write!(args, ",\"attempt\":{attempt}");
         }
-        self.slice(&fetch.url, "fetch", LOOP_TID + fetch.lane, fetch.started, now, &args);
+        self.slice(
+            &fetch.url,
+            "fetch",
+            LOOP_TID + fetch.lane,
+            fetch.started,
+            now,
+            &args,
+        );
         self.lanes.give_back(fetch.lane, fetch.lane_kind);
         let in_flight = self.open.len();
         self.set_counter(now, |r| &mut r.in_flight, in_flight);
@@ -613,7 +788,14 @@ impl Recorder {
         self.slice("turn", "loop", LOOP_TID, started, ended, &args);
         self.slice("poll", "loop", LOOP_TID, started, polled, "");
         if ran > 0 {
-            self.slice("run", "loop", LOOP_TID, polled, ended, &format!("\"ran\":{ran}"));
+            self.slice(
+                "run",
+                "loop",
+                LOOP_TID,
+                polled,
+                ended,
+                &format!("\"ran\":{ran}"),
+            );
         }
         self.set_counter(ended, |r| &mut r.sockets, sockets);
     }
