@@ -907,3 +907,215 @@ pub fn push_json_str(json: &mut String, s: &str) {
     }
     json.push('"');
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::FailKind;
+    use serde_json::Value;
+
+    fn finished(trace: &Trace) -> Value {
+        trace.finish().expect("finish");
+        let text = trace.captured().expect("captured");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    fn events(json: &Value) -> &Vec<Value> {
+        json["traceEvents"].as_array().expect("traceEvents")
+    }
+
+    fn fetch_slices(json: &Value) -> Vec<&Value> {
+        events(json)
+            .iter()
+            .filter(|e| e["cat"] == "fetch")
+            .collect()
+    }
+
+    #[test]
+    fn strings_round_trip() {
+        let nasty = "a \"quoted\" back\\slash, tab\t, newline\n, nul\0, bell\u{7}, \
+                     unit sep\u{1f}, del\u{7f}, é, 漢字, 🦀, line sep\u{2028}";
+        let trace = Trace::capture(nasty);
+        let span = trace.fetch(nasty, Lane::Lowest);
+        span.fail(&FetchError::new(FailKind::Protocol, nasty));
+        let json = finished(&trace);
+        let fetch = fetch_slices(&json)[0];
+        assert_eq!(fetch["name"], nasty);
+        assert_eq!(fetch["args"]["message"], nasty);
+        assert_eq!(fetch["args"]["error"], "protocol");
+        let process = events(&json)
+            .iter()
+            .find(|e| e["name"] == "process_name")
+            .expect("process name");
+        assert_eq!(process["args"]["name"], nasty);
+    }
+
+    #[test]
+    fn lowest_free_lane() {
+        let trace = Trace::capture("lanes");
+        let a = trace.fetch("a", Lane::Lowest);
+        let b = trace.fetch("b", Lane::Lowest);
+        a.end(&FetchStatistic::default());
+        let c = trace.fetch("c", Lane::Lowest);
+        b.end(&FetchStatistic::default());
+        c.end(&FetchStatistic::default());
+        let json = finished(&trace);
+        let lane = |name: &str| {
+            fetch_slices(&json)
+                .into_iter()
+                .find(|f| f["name"] == name)
+                .expect(name)["tid"]
+                .as_u64()
+        };
+        assert_eq!(lane("a"), lane("c"), "c takes the lane a gave back");
+        assert_ne!(lane("a"), lane("b"));
+    }
+
+    #[test]
+    fn phases_mark_the_current_fetch_only() {
+        let trace = Trace::capture("phases");
+        let span = trace.fetch("u", Lane::Worker(2));
+        phase(Phase::Resolve); // no current fetch: nothing
+        span.in_scope(|| {
+            phase(Phase::Connect);
+            phase(Phase::Send);
+        });
+        phase(Phase::Wait); // out of scope again: nothing
+        span.end(&FetchStatistic {
+            status: Some(204),
+            ..Default::default()
+        });
+        let json = finished(&trace);
+        let phases: Vec<&str> = events(&json)
+            .iter()
+            .filter(|e| e["cat"] == "phase")
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, ["connect", "send"]);
+        assert_eq!(fetch_slices(&json)[0]["args"]["status"], 204);
+        assert_eq!(fetch_slices(&json)[0]["tid"], LOOP_TID as u64 + 2);
+    }
+
+    #[test]
+    fn instrument_is_current_during_polls_only() {
+        struct Probe(u8);
+        impl Future for Probe {
+            type Output = ();
+            fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+                phase(if self.0 == 0 {
+                    Phase::Send
+                } else {
+                    Phase::Read
+                });
+                self.0 += 1;
+                if self.0 == 2 {
+                    Poll::Ready(())
+                } else {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+            }
+        }
+        let trace = Trace::capture("instrument");
+        let span = trace.fetch("u", Lane::Lowest);
+        let mut probe = std::pin::pin!(span.clone().instrument(Probe(0)));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(probe.as_mut().poll(&mut cx).is_pending());
+        phase(Phase::Wait); // between polls: not this fetch's
+        assert!(probe.as_mut().poll(&mut cx).is_ready());
+        span.end(&FetchStatistic::default());
+        let json = finished(&trace);
+        let phases: Vec<&str> = events(&json)
+            .iter()
+            .filter(|e| e["cat"] == "phase")
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, ["send", "read"]);
+    }
+
+    #[test]
+    fn dropped_and_unfinished_fetches_still_end() {
+        let trace = Trace::capture("ends");
+        drop(trace.fetch("dropped", Lane::Lowest));
+        let open = trace.fetch("open", Lane::Lowest);
+        let json = finished(&trace);
+        let args = |name: &str| {
+            fetch_slices(&json)
+                .into_iter()
+                .find(|f| f["name"] == name)
+                .expect(name)["args"]
+                .clone()
+        };
+        assert_eq!(args("dropped")["abandoned"], true);
+        assert_eq!(args("open")["unfinished"], true);
+        // After the end, the last handle going is harmless.
+        open.end(&FetchStatistic::default());
+        drop(open);
+        assert!(trace.finish().is_ok());
+    }
+
+    #[test]
+    fn attempts_reopen_on_the_same_lane() {
+        let trace = Trace::capture("attempts");
+        let span = trace.fetch("u", Lane::Worker(3));
+        span.attempt(1);
+        span.fail(&FetchError::new(FailKind::Reset, "reset"));
+        span.attempt(2);
+        span.end(&FetchStatistic {
+            status: Some(200),
+            ..Default::default()
+        });
+        let json = finished(&trace);
+        let fetches = fetch_slices(&json);
+        assert_eq!(fetches.len(), 2);
+        assert_eq!(fetches[0]["args"]["attempt"], 1);
+        assert_eq!(fetches[0]["args"]["error"], "reset");
+        assert_eq!(fetches[1]["args"]["attempt"], 2);
+        assert_eq!(fetches[1]["args"]["status"], 200);
+        assert_eq!(fetches[0]["tid"], fetches[1]["tid"]);
+    }
+
+    #[test]
+    fn off_records_nothing() {
+        let trace = Trace::off();
+        let span = trace.fetch("u", Lane::Thread);
+        span.in_scope(|| phase(Phase::Connect));
+        span.end(&FetchStatistic::default());
+        let mut turn = trace.start_turn();
+        turn.polled();
+        trace.end_turn(turn, 1, 1, 1);
+        assert!(trace.finish().is_ok());
+        assert_eq!(trace.captured(), None);
+    }
+
+    #[test]
+    fn loop_turns_and_counters() {
+        let trace = Trace::capture("loop");
+        let mut turn = trace.start_turn();
+        turn.polled();
+        trace.end_turn(turn, 3, 5, 7);
+        trace.queued(4);
+        trace.queued(4); // unchanged: not written again
+        let json = finished(&trace);
+        let turn = events(&json)
+            .iter()
+            .find(|e| e["name"] == "turn")
+            .expect("turn");
+        assert_eq!(turn["args"]["events"], 3);
+        assert_eq!(turn["args"]["ran"], 5);
+        let counters: Vec<(&str, u64)> = events(&json)
+            .iter()
+            .filter(|e| e["ph"] == "C")
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap(),
+                    e["args"]["value"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(counters, [("open sockets", 7), ("URLs queued", 4)]);
+        assert!(events(&json)
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "event loop"));
+    }
+}

@@ -357,3 +357,95 @@ fn demo_serves_a_site_for_the_length_of_the_crawl() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(out.stderr, "");
 }
+
+/// A crawl that marks one traced fetch, as a lesson would.
+fn crawl_traced(config: &Config) -> anyhow::Result<CrawlReport> {
+    let span = config
+        .trace
+        .fetch("http://h/", shared::trace::Lane::Worker(1));
+    span.in_scope(|| shared::trace::phase(shared::trace::Phase::Connect));
+    let report = crawl_ok(config)?;
+    span.end(&report.stats[0]);
+    Ok(report)
+}
+
+#[test]
+fn trace_writes_a_complete_file() {
+    let dir = std::env::temp_dir().join(format!("trace-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("crawl.json");
+    let path_arg = path.to_str().unwrap();
+    for lesson in LESSONS {
+        let out = exec(
+            lesson,
+            &["http://h/", "-q", "--trace", path_arg],
+            crawl_traced,
+        );
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        assert_eq!(seen().unwrap().trace_path.as_deref(), Some(path.as_path()));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let trace: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        let events = trace["traceEvents"].as_array().expect("traceEvents");
+        let fetch = events
+            .iter()
+            .find(|e| e["cat"] == "fetch")
+            .expect("the fetch's slice");
+        assert_eq!(fetch["name"], "http://h/");
+        assert_eq!(fetch["args"]["status"], 200);
+        assert!(events
+            .iter()
+            .any(|e| e["name"] == "connect" && e["ph"] == "X"));
+        assert!(events.iter().any(|e| e["name"] == "process_name"
+            && e["args"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(lesson.bin_name())));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn trace_off_by_default_and_its_file_checked_before_the_crawl() {
+    let out = exec(Lesson::Four, &["http://h/", "-q"], crawl_ok);
+    assert_eq!(out.status, 0);
+    assert!(!seen().unwrap().trace.is_on());
+    // A folder that does not exist: the crawl never starts.
+    let out = exec(
+        Lesson::Two,
+        &["http://h/", "--trace", "/nonexistent-dir/x/trace.json"],
+        crawl_unreachable,
+    );
+    assert_eq!(out.status, 1);
+    assert!(
+        out.stderr.contains("cannot write the trace"),
+        "{}",
+        out.stderr
+    );
+    let out = exec(Lesson::One, &["--trace="], crawl_unreachable);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("--trace needs a file name"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_failed_trace_write_is_reported_and_the_report_still_printed() {
+    // `/dev/full` takes the file but fails every write: a full disk.
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let out = exec(
+        Lesson::Three,
+        &["http://h/", "-q", "--trace", "/dev/full"],
+        crawl_traced,
+    );
+    assert_eq!(out.status, 0);
+    assert!(out.stdout.contains("*** Report ***"));
+    assert!(
+        out.stderr.contains("the trace is incomplete"),
+        "{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,1 @@
+trace_check::trace_suite!(shared::Lesson::Two, lesson2_callbacks::crawl);
