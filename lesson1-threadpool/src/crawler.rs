@@ -113,9 +113,11 @@ impl Crawler {
             // Waits while the socket budget is spent; the fetch is in flight
             // from here until this guard is dropped at the end of the turn.
             let in_flight = self.in_flight.start();
+            // ANCHOR: traced_get
             let span = self.trace.fetch(url.as_str(), Lane::Thread);
             let fetched =
                 span.in_scope(|| fetch::get(&url, &self.resolver, self.timeout, self.limits));
+            // ANCHOR_END: traced_get
             match fetched {
                 Fetched::Done(result) => break (result, span),
                 // No descriptor after all: the budget was too hopeful. The

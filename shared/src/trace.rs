@@ -418,6 +418,7 @@ impl Drop for Entered {
     }
 }
 
+// ANCHOR: instrument
 /// A future run with its fetch current: see [`FetchSpan::instrument`].
 pub struct Instrumented<F> {
     /// The fetch.
@@ -434,6 +435,7 @@ impl<F: Future + Unpin> Future for Instrumented<F> {
         Pin::new(&mut self.future).poll(cx)
     }
 }
+// ANCHOR_END: instrument
 
 /// Run `f` on the current fetch's span, if there is one.
 fn with_current(f: impl FnOnce(&FetchSpan)) {

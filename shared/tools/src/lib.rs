@@ -1,4 +1,7 @@
-//! What the course's tools share: where the workspace is.
+//! What the course's tools share: where the workspace is, and how a trace
+//! is drawn ([`timeline`]).
+
+pub mod timeline;
 
 use std::path::{Path, PathBuf};
 

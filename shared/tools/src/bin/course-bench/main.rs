@@ -6,6 +6,7 @@
 //! cargo run --release -p course-tools --bin course-bench -- memory --fetches 10000
 //! cargo run --release -p course-tools --bin course-bench -- fds --links 10000
 //! cargo run --release -p course-tools --bin course-bench -- chart
+//! cargo run --release -p course-tools --bin course-bench -- timelines
 //! ```
 //!
 //! The spec sets three targets that no unit test can check, because they are
@@ -24,6 +25,7 @@
 //! | [`memory`] | user-space RSS per fetch in flight, against a server that never answers |
 //! | [`fds`] | lessons 2 and 3 under `ulimit -n 1024` |
 //! | [`chart`] | hand-written SVG bar charts of the results |
+//! | [`timelines`] | each lesson's trace of one slow site, drawn for the chapters |
 //! | [`servers`] | the two site servers: the course's own `serve` and nginx, as child processes |
 //! | [`procs`] | running a lesson under a descriptor limit, timing it, reading `/proc` |
 //! | [`output`] | parsing a lesson's report; the Markdown and TSV files; the machine's description |
@@ -42,6 +44,7 @@ mod output;
 mod procs;
 mod servers;
 mod speed;
+mod timelines;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,7 +66,9 @@ Commands:
   fds      lessons 2 and 3 crawl a page of N links under ulimit -n 1024
              --links N (10000)  --lessons 2,3
   chart    draw docs/src/img/speed.svg and memory.svg from the results
-  all      speed (both servers), memory, fds, chart, with the defaults
+  timelines  each lesson crawls one slow site with --trace; draw the traces
+             --sections S (10)  --pages P (5)  --delay-ms D (100)
+  all      speed (both servers), memory, fds, chart, timelines, with the defaults
 
 Global options:
   --bin-dir DIR  where lesson1..lesson4 and serve are (default: the
@@ -344,6 +349,7 @@ fn run() -> Result<()> {
         "speed" => speed::command(&ctx, opts),
         "memory" => memory::command(&ctx, opts),
         "fds" => fds::command(&ctx, opts),
+        "timelines" => timelines::command(&ctx, opts),
         "chart" => {
             opts.finish()?;
             chart::draw(&ctx)
@@ -352,11 +358,14 @@ fn run() -> Result<()> {
             opts.finish()?;
             // One part failing (say, nginx will not start) does not stop
             // the others; the failures are listed at the end.
-            let parts: [(&str, &dyn Fn() -> Result<()>); 4] = [
+            let parts: [(&str, &dyn Fn() -> Result<()>); 5] = [
                 ("speed", &|| speed::command(&ctx, Opts::new(Vec::new()))),
                 ("memory", &|| memory::command(&ctx, Opts::new(Vec::new()))),
                 ("fds", &|| fds::command(&ctx, Opts::new(Vec::new()))),
                 ("chart", &|| chart::draw(&ctx)),
+                ("timelines", &|| {
+                    timelines::command(&ctx, Opts::new(Vec::new()))
+                }),
             ];
             let mut failed = Vec::new();
             for (name, part) in parts {
