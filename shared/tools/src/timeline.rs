@@ -148,7 +148,8 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
     for (i, lane) in lanes.iter().enumerate() {
         let top = lanes_top + i as f64 * lane_h;
         let label = trace.lanes.get(lane).cloned().unwrap_or_default();
-        let show = lane_h >= 10.0 || i == 0 || i + 1 == lanes.len();
+        // Too thin to name each: then the lanes are counted instead (below).
+        let show = lane_h >= 10.0;
         if show {
             let _ = writeln!(
                 body,
@@ -159,7 +160,7 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
             );
         }
     }
-    if lanes.len() > 2 && lane_h < 10.0 {
+    if lane_h < 10.0 {
         let _ = writeln!(
             body,
             r#"<text x="{:.1}" y="{:.1}" class="lane">{} lanes</text>"#,
