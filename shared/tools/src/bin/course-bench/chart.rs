@@ -132,7 +132,7 @@ pub fn draw(ctx: &Ctx) -> Result<()> {
                 bars,
             }],
             "KiB per fetch in flight",
-            Some((1.0, "lesson 4 target: 1 KiB")),
+            Some((1.0, "1 KiB")),
             |v| format!("{v}"),
         );
         write(&img.join("memory.svg"), &svg)?;

@@ -36,9 +36,6 @@ use crate::output::{self, bytes, thousands};
 use crate::procs::{self, proc_status, ProcStatus, Running};
 use crate::{Ctx, Opts};
 
-/// The spec's target, for lesson 4.
-const TARGET_BYTES: f64 = 1024.0;
-
 /// How long to wait for all N fetches to reach the server.
 const REACH_TIMEOUT: Duration = Duration::from_secs(150);
 /// Give up sooner if their number has not grown for this long. (The
@@ -78,8 +75,8 @@ pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
     md.push_str(
         "| lesson | run as | fetches in flight | threads | RSS, 1 fetch, concurrency 1 | \
          RSS, 1 fetch, same command | RSS, all fetches in flight | **per fetch** | \
-         per fetch beyond an idle worker | ≤ 1 KiB? |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+         per fetch beyond an idle worker |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut tsv = String::from("name\tlabel\tfetches\tper_fetch\tper_fetch_beyond_idle\tstatus\n");
     let mut notes = Vec::new();
@@ -91,7 +88,7 @@ pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
                 let beyond = (m.busy.status.rss as f64 - m.idle.status.rss as f64) / k;
                 let _ = writeln!(
                     md,
-                    "| lesson {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} |",
+                    "| lesson {} | {} | {} | {} | {} | {} | {} | **{}** | {} |",
                     row.lesson,
                     row.how,
                     thousands(m.busy.in_flight as u64),
@@ -101,11 +98,6 @@ pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
                     bytes(m.busy.status.rss as f64),
                     bytes(per),
                     bytes(beyond),
-                    match (per <= TARGET_BYTES, beyond <= TARGET_BYTES) {
-                        (true, _) => "yes",
-                        (false, true) => "no; yes beyond an idle worker",
-                        (false, false) => "no",
-                    },
                 );
                 let _ = writeln!(
                     tsv,
@@ -116,7 +108,7 @@ pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
             Err(why) => {
                 let _ = writeln!(
                     md,
-                    "| lesson {} | {} | — | — | — | — | — | — | — | failed: {} |",
+                    "| lesson {} | {} | — | — | — | — | — | failed: {} | — |",
                     row.lesson,
                     row.how,
                     why.replace('|', "\\|").replace('\n', " ")
@@ -133,7 +125,7 @@ pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
     for (n, why) in &missing {
         let _ = writeln!(
             md,
-            "| lesson {n} | — | — | — | — | — | — | — | — | not measured: {} |",
+            "| lesson {n} | — | — | — | — | — | — | not measured: {} | — |",
             why.replace('|', "\\|").replace('\n', " ")
         );
     }
