@@ -36,13 +36,24 @@ fn exercise_retry_network_errors() {
 /// Exercise 2 (after exercise 1): wait before each new try — 100 ms
 /// before the second, 200 ms before the third, doubling — with the loop's
 /// `sleep` future, so that the other fetches go on meanwhile. `/flaky`
-/// answers at its third try, so the crawl cannot end before 300 ms.
+/// answers at its third try, so the crawl cannot end before 300 ms. And a
+/// chain of pages that each answer after 50 ms must keep moving while
+/// `/flaky` waits: a `std::thread::sleep` would stop the whole loop, and
+/// with it the chain.
 #[test]
 #[ignore = "exercise: back off 100 ms, 200 ms, ... between tries"]
 fn exercise_retry_backoff() {
-    let site = Site::new()
-        .page("/", r#"<a href="/flaky">flaky</a>"#)
+    let mut site = Site::new()
+        .page("/", r#"<a href="/flaky">flaky</a> <a href="/c0">chain</a>"#)
         .route("/flaky", Route::html("at last").drop_first(2));
+    for i in 0..10 {
+        site = site.route(
+            &format!("/c{i}"),
+            Route::html(format!(r#"<a href="/c{}">next</a>"#, i + 1))
+                .delay(Duration::from_millis(50)),
+        );
+    }
+    site = site.page("/c10", "the end of the chain");
     let server = TestServer::start(site);
     let mut config = config(&server);
     config.max_tries = 3;
@@ -60,5 +71,22 @@ fn exercise_retry_backoff() {
     assert!(
         elapsed >= Duration::from_millis(300),
         "two waits of 100 and 200 ms, yet the crawl took {elapsed:?}"
+    );
+    // The requests in the order the server saw them: during the 200 ms
+    // wait between `/flaky`'s second and third tries, the chain went on.
+    let order: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    let flaky_at: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| *t == "/flaky")
+        .map(|(i, _)| i)
+        .collect();
+    let chain_meanwhile = order[flaky_at[1]..flaky_at[2]]
+        .iter()
+        .filter(|t| t.starts_with("/c"))
+        .count();
+    assert!(
+        chain_meanwhile >= 2,
+        "the chain stood still while /flaky waited (order: {order:?})"
     );
 }

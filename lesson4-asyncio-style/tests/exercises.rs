@@ -8,10 +8,11 @@
 //! cargo test -p lesson4-asyncio-style --test exercises -- --ignored exercise_keepalive_timeout
 //! ```
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use lesson4_asyncio_style::connection_pool::ConnectionPool;
-use lesson4_asyncio_style::crawl;
+use lesson4_asyncio_style::crawler::Crawler;
 use lesson4_asyncio_style::event_loop::{EventLoop, TestClock};
 use regex::Regex;
 use shared::fixtures::server::{Route, Site, TestServer};
@@ -55,7 +56,8 @@ fn exercise_keepalive_timeout() {
 
 /// Exercise 2: while it crawls, log a progress line every second at debug
 /// level (`-v`), `progress: D done, Q queued`, from a timer that re-arms
-/// itself with `call_later` — and is cancelled when the crawl ends. Eight
+/// itself with `call_later` — and is cancelled when the crawl ends (the
+/// loop is left with no timer). Eight
 /// pages that each take 700 ms, four at a time, keep the crawl going for
 /// more than a second.
 #[test]
@@ -74,7 +76,19 @@ fn exercise_progress_line() {
     let mut config = Config::new(Lesson::Four, [server.url("/")]);
     config.log = Log::capture(Level::Debug);
     config.max_tasks = 4;
-    let report = crawl(&config).unwrap();
+    // The crawl on a loop of the test's own, to look at it afterwards.
+    let event_loop = EventLoop::new().unwrap();
+    let crawler = Rc::new(Crawler::new(&config, 100).unwrap());
+    event_loop
+        .run_until_complete(crawler.clone().crawl())
+        .unwrap();
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "the progress timer must be cancelled when the crawl ends"
+    );
+    event_loop.close();
+    let report = crawler.report();
     assert_eq!(report.urls().len(), 9);
 
     let progress = Regex::new(r"^progress: \d+ done, \d+ queued$").unwrap();
