@@ -73,3 +73,47 @@ fn exercise_redirect_limit() {
 fn exercise_retry_network_errors() {
     shared::behaviour::exercise_retry_network_errors(Lesson::Two, crawl);
 }
+
+/// Exercise 3: a timer that repeats. Add `EventLoop::call_every(period,
+/// callback)`: run `callback` every `period` of loop time, starting one
+/// period from now, until the handle it returns is cancelled. Build it
+/// from `call_later` alone: each run sets the next, and the handle handed
+/// out must cancel whichever run is set now. The loop runs on a test
+/// clock, which jumps to the next timer whenever the loop would wait for
+/// it, so each turn is one period and no time passes.
+#[cfg(feature = "exercise-call-every")]
+#[test]
+#[ignore = "exercise: EventLoop::call_every"]
+fn exercise_call_every() {
+    use lesson2_callbacks::event_loop::{EventLoop, TestClock};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let start = event_loop.time();
+    let runs = Rc::new(RefCell::new(Vec::new()));
+    let (seen, clock) = (Rc::clone(&runs), event_loop.clone());
+    let every = event_loop.call_every(Duration::from_millis(10), move || {
+        seen.borrow_mut().push(clock.time() - start)
+    });
+    for _ in 0..3 {
+        event_loop.run_once().unwrap();
+    }
+    let ms = |n| Duration::from_millis(n);
+    assert_eq!(
+        *runs.borrow(),
+        [ms(10), ms(20), ms(30)],
+        "one run per period"
+    );
+    assert_eq!(event_loop.pending_timers(), 1, "one timer set at a time");
+    every.cancel();
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "cancel removes the next run"
+    );
+    assert!(
+        !event_loop.has_work(),
+        "nothing left to keep the loop going"
+    );
+}

@@ -90,3 +90,39 @@ fn exercise_retry_backoff() {
         "the chain stood still while /flaky waited (order: {order:?})"
     );
 }
+
+/// Exercise 3: a generator by hand. Write, in `generator.rs`, the state
+/// machine of this Python generator as `RunningMean`, with a function
+/// `running_mean()` that makes it:
+///
+/// ```python
+/// def running_mean():
+///     total, count = 0.0, 0
+///     x = yield None          # the first send starts it
+///     while x is not None:
+///         total, count = total + x, count + 1
+///         x = yield total / count
+///     return count
+/// ```
+///
+/// It is a `Coroutine<Option<f64>>` yielding `Option<f64>` (the mean so
+/// far; `None` at the first yield) and returning the count. Resuming it
+/// after it returned is `Err(Finished)`.
+#[cfg(feature = "exercise-running-mean")]
+#[test]
+#[ignore = "exercise: a hand-written running-mean generator"]
+fn exercise_running_mean() {
+    use lesson3_generators::generator::{running_mean, Coroutine, Finished, State};
+
+    let mut mean = running_mean();
+    assert_eq!(mean.resume(None), Ok(State::Yielded(None)), "started");
+    assert_eq!(mean.resume(Some(2.0)), Ok(State::Yielded(Some(2.0))));
+    assert_eq!(mean.resume(Some(4.0)), Ok(State::Yielded(Some(3.0))));
+    assert_eq!(mean.resume(Some(9.0)), Ok(State::Yielded(Some(5.0))));
+    assert_eq!(mean.resume(None), Ok(State::Complete(3)), "three numbers");
+    assert_eq!(mean.resume(Some(1.0)), Err(Finished));
+
+    let mut empty = running_mean();
+    assert_eq!(empty.resume(None), Ok(State::Yielded(None)));
+    assert_eq!(empty.resume(None), Ok(State::Complete(0)));
+}

@@ -100,3 +100,55 @@ fn exercise_progress_line() {
         lines.join("\n")
     );
 }
+
+/// Exercise 3: a bounded queue, asyncio's `Queue(maxsize)`. Add
+/// `Queue::with_maxsize(n)` and `async fn put(&self, item)`, which waits
+/// while the queue holds `n` items and puts the item when a `get` makes
+/// room (`put_nowait` keeps ignoring the bound). The waiting is the kind
+/// `get` already does, with futures the other side resolves. A producer
+/// puts five items into a queue of two while a consumer takes one every
+/// turn: the queue never holds more than two, nothing is lost or
+/// reordered, and the producer did have to wait.
+#[cfg(feature = "exercise-bounded-queue")]
+#[test]
+#[ignore = "exercise: Queue::with_maxsize and put"]
+fn exercise_bounded_queue() {
+    use lesson4_asyncio_style::event_loop::get_running_loop;
+    use lesson4_asyncio_style::queue::Queue;
+    use std::cell::{Cell, RefCell};
+
+    let event_loop = EventLoop::new().unwrap();
+    let got = event_loop
+        .run_until_complete(async {
+            let q = Rc::new(Queue::with_maxsize(2));
+            let most = Rc::new(Cell::new(0));
+            let waited = Rc::new(Cell::new(false));
+            let producer = {
+                let (q, most, waited) = (Rc::clone(&q), Rc::clone(&most), Rc::clone(&waited));
+                get_running_loop().create_task(async move {
+                    for i in 0..5 {
+                        if q.qsize() == 2 {
+                            waited.set(true);
+                        }
+                        q.put(i).await?;
+                        most.set(most.get().max(q.qsize()));
+                    }
+                    Ok(())
+                })
+            };
+            let got = Rc::new(RefCell::new(Vec::new()));
+            for _ in 0..5 {
+                let item = q.get().await?;
+                got.borrow_mut().push(item);
+                most.set(most.get().max(q.qsize()));
+            }
+            producer.await?;
+            assert!(most.get() <= 2, "the queue held {} items", most.get());
+            assert!(waited.get(), "the producer never had to wait");
+            let got = got.borrow().clone();
+            Ok(got)
+        })
+        .unwrap();
+    event_loop.close();
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+}
