@@ -1073,3 +1073,54 @@ macro_rules! descriptor_suite {
         }
     };
 }
+
+/// The checkpoint a chapter shows: the end of the report of `crawl` on the
+/// demo site, as `lessonN --demo -q` prints it. `file` holds the output of
+/// a real run; the check crawls again and compares, numbers that change
+/// from run to run (times, rates, concurrency) left out, so the book's
+/// sample cannot drift from what the lesson prints. With the environment
+/// variable `UPDATE_CHECKPOINTS=1` it writes `file` from this run instead.
+pub fn checkpoint(lesson: Lesson, crawl: CrawlFn, file: &std::path::Path) {
+    let site = crate::demo::DemoSite::start().expect("the demo site");
+    let mut config = Config::new(lesson, [site.root()]);
+    config.log = Log::capture(Level::Error);
+    let report = crawl_within_deadline(crawl, &config).render();
+    // The report's per-URL lines carry the demo server's port: the tail,
+    // from the `Finished` line on, is what the chapter shows.
+    let tail = match report.find("Finished ") {
+        Some(at) => &report[at..],
+        None => panic!("no Finished line in:\n{report}"),
+    };
+    if std::env::var_os("UPDATE_CHECKPOINTS").is_some() {
+        std::fs::write(file, tail).expect("write the checkpoint");
+        return;
+    }
+    let expected = std::fs::read_to_string(file).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_CHECKPOINTS=1 to write it)",
+            file.display()
+        )
+    });
+    assert_eq!(
+        stable(&expected),
+        stable(tail),
+        "the lesson's report no longer ends as {} says (run with UPDATE_CHECKPOINTS=1 to update it)",
+        file.display()
+    );
+}
+
+/// A report's tail without what changes from run to run: the numbers on
+/// the `Finished` line and on the last line.
+fn stable(tail: &str) -> String {
+    let digits = regex::Regex::new(r"[0-9]+(\.[0-9]+)?").expect("constant regex");
+    tail.lines()
+        .map(|line| {
+            if line.starts_with("Finished ") || line.contains("achieved concurrency") {
+                digits.replace_all(line, "#").into_owned()
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
