@@ -446,7 +446,10 @@ impl ConnectionPool {
 
     /// The addresses of `url`'s host (whose key is `key`), looked up through
     /// the crawl's resolver the first time. A failed lookup is not kept, so
-    /// the next connect asks again.
+    /// the next connect asks again. That first lookup blocks the whole loop:
+    /// the C library's `getaddrinfo` has no non-blocking form, and a
+    /// production runtime would run it on a thread of its own (see "The
+    /// road to tokio" in the book).
     fn addresses(&self, url: &Url, key: &Rc<PoolKey>) -> Result<Rc<[SocketAddr]>, FetchError> {
         let known = self
             .inner
