@@ -157,6 +157,8 @@ impl Crawler {
                     .fetched(&done_loop, url, done_span, fetched)
             },
         );
+        // The fetcher keeps the span for its callbacks (see `bind`); its
+        // start runs right here, so it is entered here too.
         span.in_scope(|| fetcher.borrow_mut().fetch(span.clone()));
         // `fetcher` is dropped here, but not freed: the callbacks it gave
         // the event loop (the socket's, the deadline's) hold it.

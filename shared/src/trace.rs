@@ -194,7 +194,7 @@ impl Trace {
     /// through the returned [`FetchSpan`].
     pub fn fetch(&self, url: &str, lane: Lane) -> FetchSpan {
         let span = self.recorder.as_ref().map(|recorder| {
-            let (id, lane) = recorder
+            let id = recorder
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .open_fetch(url, lane);
@@ -274,8 +274,9 @@ struct Span {
     id: u64,
     /// The URL, the slice's name.
     url: Box<str>,
-    /// The lane the fetch was put on, to stay on for its next attempt.
-    lane: usize,
+    /// How its lane was chosen, to choose it the same way for its next
+    /// attempt (a worker's lane is the same lane again).
+    lane: Lane,
 }
 
 impl Span {
@@ -681,24 +682,23 @@ impl Recorder {
         self.event(&json);
     }
 
-    /// A new fetch: its id, and the lane it was put on.
-    fn open_fetch(&mut self, url: &str, lane: Lane) -> (u64, usize) {
-        let now = Instant::now();
+    /// A new fetch: its id.
+    fn open_fetch(&mut self, url: &str, lane: Lane) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let n = self.lanes.take(lane);
-        self.insert_fetch(id, url, n, lane, now);
-        (id, n)
+        self.insert_fetch(id, url, lane, Instant::now());
+        id
     }
 
-    /// Fetch `id` starts another attempt, on its lane `n`.
-    fn reopen_fetch(&mut self, id: u64, url: &str, n: usize, now: Instant) {
+    /// Fetch `id` starts another attempt, on a lane chosen as its first was.
+    fn reopen_fetch(&mut self, id: u64, url: &str, lane: Lane, now: Instant) {
         if !self.finished {
-            self.insert_fetch(id, url, n, Lane::Worker(n), now);
+            self.insert_fetch(id, url, lane, now);
         }
     }
 
-    fn insert_fetch(&mut self, id: u64, url: &str, n: usize, lane: Lane, now: Instant) {
+    fn insert_fetch(&mut self, id: u64, url: &str, lane: Lane, now: Instant) {
+        let n = self.lanes.take(lane);
         let fetch = OpenFetch {
             url: url.into(),
             lane: n,
@@ -1075,6 +1075,34 @@ mod tests {
         assert_eq!(fetches[1]["args"]["attempt"], 2);
         assert_eq!(fetches[1]["args"]["status"], 200);
         assert_eq!(fetches[0]["tid"], fetches[1]["tid"]);
+    }
+
+    #[test]
+    fn a_reopened_lowest_lane_is_taken_again_not_shared() {
+        let trace = Trace::capture("reopen");
+        let retried = trace.fetch("retried", Lane::Lowest);
+        retried.fail(&FetchError::new(FailKind::Reset, "reset"));
+        // Its lane is free now, and another fetch takes it...
+        let other = trace.fetch("other", Lane::Lowest);
+        // ...so the second attempt must go on a lane of its own.
+        retried.attempt(2);
+        retried.end(&FetchStatistic::default());
+        other.end(&FetchStatistic::default());
+        let json = finished(&trace);
+        let lane = |name: &str| {
+            fetch_slices(&json)
+                .into_iter()
+                .filter(|f| f["name"] == name)
+                .map(|f| f["tid"].as_u64())
+                .collect::<Vec<_>>()
+        };
+        let (retried, other) = (lane("retried"), lane("other"));
+        assert_eq!(retried.len(), 2);
+        assert_eq!(
+            retried[0], other[0],
+            "the first attempt's lane was given back"
+        );
+        assert_ne!(retried[1], other[0], "the second attempt does not share it");
     }
 
     #[test]
