@@ -69,8 +69,8 @@ book-check: check the book's includes, anchors, links, summary and diff pages
 Usage: book-check [--root DIR]
 
 Options:
-  --root DIR   the workspace root, holding docs/ (default: the one this
-               program was built in)
+  --root DIR   the workspace root, holding docs/ (default: the checkout
+               around the current directory)
   -h, --help   print this help
 
 Exit status: 0 when the book is sound, 1 with a list of problems, 2 on an error.
@@ -471,7 +471,13 @@ fn main() -> ExitCode {
             }
         }
     }
-    let root = root.unwrap_or_else(course_tools::workspace_root);
+    let root = match course_tools::workspace_root(root.as_deref()) {
+        Ok(root) => root,
+        Err(e) => {
+            eprintln!("book-check: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     let outcome = match check_book(&root) {
         Ok(outcome) => outcome,
         Err(e) => {

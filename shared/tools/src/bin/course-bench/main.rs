@@ -71,6 +71,8 @@ Commands:
   all      speed (both servers), memory, fds, chart, timelines, with the defaults
 
 Global options:
+  --root DIR     the course checkout (default: the one around the current
+                 directory)
   --bin-dir DIR  where lesson1..lesson4 and serve are (default: the
                  workspace's target/release, built first with cargo)
   --no-build     do not run cargo build; use what is in --bin-dir
@@ -278,7 +280,7 @@ fn run() -> Result<()> {
     }
 
     // Global options come before the command.
-    let workspace = course_tools::workspace_root();
+    let mut root: Option<PathBuf> = None;
     let mut bin_dir: Option<PathBuf> = None;
     let mut docs: Option<PathBuf> = None;
     let mut build = true;
@@ -309,6 +311,7 @@ fn run() -> Result<()> {
                 global_args.push(format!("--docs {v}"));
                 docs = Some(PathBuf::from(v));
             }
+            "--root" => root = Some(PathBuf::from(value(&mut i)?)),
             "--no-build" => {
                 global_args.push(name.clone());
                 build = false;
@@ -320,6 +323,7 @@ fn run() -> Result<()> {
     let Some(command) = args.get(i).cloned() else {
         bail!("missing COMMAND (see --help)");
     };
+    let workspace = course_tools::workspace_root(root.as_deref())?;
     let opts = Opts::new(args[i + 1..].to_vec());
 
     let hard = hard_nofile().unwrap_or(WANTED_NOFILE);

@@ -42,7 +42,7 @@ Usage: lesson-diff [--root DIR] OLD NEW   print the unified diff, lesson OLD -> 
        lesson-diff [--root DIR] --check   exit 1 if a generated page is stale
 
 Options:
-  --root DIR   the workspace root (default: the one this program was built in)
+  --root DIR   the workspace root (default: the checkout around the current directory)
   -h, --help   print this help
 
 Exit status: 0 on success, 1 when --check finds a stale page, 2 on an error.
@@ -144,7 +144,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let root = root.unwrap_or_else(course_tools::workspace_root);
+    let root = match course_tools::workspace_root(root.as_deref()) {
+        Ok(root) => root,
+        Err(e) => {
+            eprintln!("lesson-diff: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     match run(command, root.clone()).with_context(|| format!("in {}", root.display())) {
         Ok(code) => code,
         Err(e) => {

@@ -1,0 +1,483 @@
+//! # `starter`: build a lesson yourself, stage by stage
+//!
+//! ```text
+//! cargo run -p course-tools --bin starter -- new lesson3 ~/my-lesson3
+//! cd ~/my-lesson3 && cargo test        # red: stage 1 is yours to write
+//! cargo run -p course-tools --bin starter -- check ~/my-lesson3
+//! cargo run -p course-tools --bin starter -- solution ~/my-lesson3 1
+//! ```
+//!
+//! For the course's maintainers, `starter verify` proves that every stage
+//! of every lesson goes from red to green (CI runs it), and `starter book`
+//! writes the chapters' "Build it yourself" pages from the stage lists and
+//! real runs of `check`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use course_tools::starter::run::{self, Checked, StageOutcome};
+use course_tools::starter::stages::{self, StageList, LESSONS};
+use course_tools::starter::{blank, write_starter};
+
+/// Build a lesson of the course yourself: a starter crate whose stages the
+/// lesson's tests turn from red to green, one at a time.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    /// The course's checkout (default: the one around the current directory).
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write LESSON's starter into DIR (a new or empty directory).
+    New {
+        /// 1 to 4, lesson1 to lesson4, or the crate name.
+        lesson: String,
+        /// Where to write the starter's crate.
+        dir: PathBuf,
+        /// Write stages 1..=N as the lesson has them (skip ahead).
+        #[arg(long, default_value_t = 0)]
+        through: usize,
+    },
+    /// Run DIR's stages in order: which pass, and what to do next.
+    Check {
+        /// A starter, or one of the course's own lesson crates.
+        dir: PathBuf,
+        /// Stop a stage's test binary after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+    /// Show the lesson's code for stage K beside yours (changes nothing).
+    Solution {
+        /// The starter.
+        dir: PathBuf,
+        /// The stage, from 1.
+        stage: usize,
+    },
+    /// Prove every stage of LESSONS goes from red to green (for CI).
+    Verify {
+        /// The lessons (default: all four).
+        lessons: Vec<String>,
+        /// Stop a stage's test binary after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        /// Rewrite the book's starter pages from these runs instead of
+        /// checking them.
+        #[arg(long)]
+        write_pages: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run_cli(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("starter: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_cli(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Cmd::New {
+            lesson,
+            dir,
+            through,
+        } => {
+            let root = course_tools::workspace_root(cli.root.as_deref())?;
+            let list = StageList::load(&root, &lesson)?;
+            write_starter(&root, &list, &dir, through)?;
+            let m = list.stages.len();
+            println!(
+                "wrote {}'s starter to {} ({} of {m} stages written)",
+                list.lesson,
+                dir.display(),
+                through
+            );
+            if through < m {
+                let stage = &list.stages[through];
+                println!(
+                    "next: stage {} ({}): {}\n  read {}\n  cd {} && cargo test\n  or: cargo run -p course-tools --bin starter -- check {}",
+                    through + 1,
+                    stage.name,
+                    stage.write,
+                    list.section_link(stage),
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Check { dir, timeout } => {
+            let (root, list) = course_of(&dir, cli.root.as_deref())?;
+            eprintln!("building the tests of {} ...", dir.display());
+            let limit = Duration::from_secs(timeout);
+            let checked = run::check(&list, &dir, list.stages.len(), limit, false, None)?;
+            print!("{}", transcript(&root, &list, &checked));
+            let all = checked.passing() == list.stages.len();
+            Ok(if all {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Cmd::Solution { dir, stage } => {
+            let (root, list) = course_of(&dir, cli.root.as_deref())?;
+            let Some(st) = stage.checked_sub(1).and_then(|i| list.stages.get(i)) else {
+                bail!("{} has stages 1 to {}", list.lesson, list.stages.len());
+            };
+            println!(
+                "stage {stage} ({}): {}\nthe lesson's code is on the + side; read {}\n",
+                st.name,
+                st.write,
+                list.section_link(st)
+            );
+            for spec in &st.blank {
+                let path = blank::FnPath::parse(spec)?;
+                let yours = fn_text(&dir, &path)?;
+                let lesson = fn_text(&list.crate_dir(&root), &path)?;
+                if yours == lesson {
+                    println!("{path}: yours is the lesson's, line for line\n");
+                    continue;
+                }
+                let diff = similar::TextDiff::from_lines(&yours, &lesson);
+                print!(
+                    "{}",
+                    diff.unified_diff()
+                        .context_radius(3)
+                        .header(&format!("yours/src/{}", path.file), &format!("lesson/src/{}", path.file))
+                );
+                println!();
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Verify {
+            lessons,
+            timeout,
+            write_pages,
+        } => {
+            let root = course_tools::workspace_root(cli.root.as_deref())?;
+            let lessons = if lessons.is_empty() {
+                LESSONS.iter().map(|(k, _, _)| k.to_string()).collect()
+            } else {
+                lessons
+            };
+            let limit = Duration::from_secs(timeout);
+            let mut problems = Vec::new();
+            for lesson in &lessons {
+                let list = StageList::load(&root, lesson)?;
+                problems.extend(verify(&root, &list, limit, write_pages)?);
+            }
+            if problems.is_empty() {
+                println!("starter verify: every stage goes from red to green");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                for p in &problems {
+                    println!("starter verify: {p}");
+                }
+                Ok(ExitCode::from(1))
+            }
+        }
+    }
+}
+
+/// The checkout and stage list a crate belongs to: a starter names its
+/// course in `[package.metadata.starter]`; a lesson crate is in one.
+fn course_of(dir: &Path, root: Option<&Path>) -> Result<(PathBuf, StageList)> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).with_context(|| {
+        format!(
+            "{}: not a crate (give the directory `starter new` wrote)",
+            dir.display()
+        )
+    })?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("parse {}", manifest.display()))?;
+    let package = doc.get("package").and_then(|p| p.as_table());
+    let name = package
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .with_context(|| format!("{}: no package name", manifest.display()))?;
+    let course = package
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("starter"))
+        .and_then(|s| s.get("course"))
+        .and_then(|c| c.as_str())
+        .map(PathBuf::from);
+    let root = match (root, course) {
+        (Some(root), _) => root.to_path_buf(),
+        (None, Some(course)) => course,
+        (None, None) => course_tools::workspace_root(Some(
+            dir.canonicalize()?
+                .parent()
+                .context("a lesson crate sits in the course's checkout")?,
+        ))?,
+    };
+    let list = StageList::load(&root, name)?;
+    Ok((root, list))
+}
+
+/// The text of the function `path` names in the crate at `dir`.
+fn fn_text(dir: &Path, path: &blank::FnPath) -> Result<String> {
+    let file = dir.join("src").join(&path.file);
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+    let found = blank::find(&text, path)?;
+    // From the start of the item's first line, so indentation lines up.
+    let line_start = text[..found.item.start].rfind('\n').map_or(0, |i| i + 1);
+    Ok(format!("{}\n", &text[line_start..found.item.end]))
+}
+
+/// What `check` prints: a line per stage, the first red stage's message
+/// and hint, and the count.
+fn transcript(root: &Path, list: &StageList, checked: &Checked) -> String {
+    let _ = root;
+    let mut out = String::new();
+    let width = list.stages.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for (i, (stage, outcome)) in list.stages.iter().zip(&checked.outcomes).enumerate() {
+        let _ = writeln!(out, "stage {}  {:width$}  {}", i + 1, stage.name, outcome.word());
+    }
+    if let Some(errors) = &checked.build_errors {
+        let _ = writeln!(
+            out,
+            "\nthe crate does not compile, so no stage ran; the compiler says:\n{}",
+            indent(errors)
+        );
+    }
+    let first_red = checked
+        .outcomes
+        .iter()
+        .position(|o| matches!(o, StageOutcome::Failed { .. }));
+    if let Some(i) = first_red {
+        if let StageOutcome::Failed { test, message, .. } = &checked.outcomes[i] {
+            let stage = &list.stages[i];
+            let _ = writeln!(out, "\nstage {} ({}) is red: {test}", i + 1, stage.name);
+            let _ = writeln!(out, "{}", indent(&shorten(message, 25)));
+            let _ = writeln!(out, "its tests check: {}", stage.checks);
+            let _ = writeln!(out, "hint: {}", stage.hint);
+            let _ = writeln!(out, "read: docs/src/{}", list.section_link(stage));
+            let _ = writeln!(out, "run them alone: {}", stage.cargo_command());
+        }
+    } else if checked.build_errors.is_none() && checked.passing() < list.stages.len() {
+        let next = checked.passing();
+        let _ = writeln!(out, "\nnext: stage {} ({})", next + 1, list.stages[next].name);
+    }
+    let _ = writeln!(
+        out,
+        "\n{} of {} stages pass",
+        checked.passing(),
+        list.stages.len()
+    );
+    out
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn shorten(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    if all.len() <= lines {
+        return text.to_string();
+    }
+    format!("{}\n[... {} more lines]", all[..lines].join("\n"), all.len() - lines)
+}
+
+/// Every stage of `list`: the lesson passes it; a starter with the stages
+/// before it written passes those and fails it, each test of it, within
+/// the limit. Returns the problems found.
+fn verify(root: &Path, list: &StageList, limit: Duration, write_pages: bool) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let m = list.stages.len();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    // One scratch directory per lesson, rewritten for each stage, and one
+    // target directory for every starter: their dependencies build once.
+    let starters_target = target.join("starters");
+    let scratch = starters_target.join("scratch").join(&list.lesson);
+
+    println!("== {} ({m} stages)", list.lesson);
+    let lesson_dir = list.crate_dir(root);
+    let lesson_checked = run::check(list, &lesson_dir, m, limit, true, None)?;
+    for (i, o) in lesson_checked.outcomes.iter().enumerate() {
+        if !matches!(o, StageOutcome::Passed { .. }) {
+            problems.push(format!(
+                "{}: the lesson fails its own stage {} ({}): {}",
+                list.lesson,
+                i + 1,
+                list.stages[i].name,
+                describe(o)
+            ));
+        }
+    }
+    println!("   the lesson: {} of {m} stages pass", lesson_checked.passing());
+    let mut fresh = None;
+    for k in 1..=m {
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch)
+                .with_context(|| format!("remove {}", scratch.display()))?;
+        }
+        write_starter(root, list, &scratch, k - 1)?;
+        let checked = run::check(list, &scratch, k, limit, true, Some(&starters_target))?;
+        let stage = &list.stages[k - 1];
+        let mut line = format!("   stage {k} ({}): ", stage.name);
+        if let Some(errors) = &checked.build_errors {
+            problems.push(format!(
+                "{}: the starter through stage {} does not compile:\n{errors}",
+                list.lesson,
+                k - 1
+            ));
+            line.push_str("does not compile");
+        } else {
+            for (i, o) in checked.outcomes[..k - 1].iter().enumerate() {
+                if !matches!(o, StageOutcome::Passed { .. }) {
+                    problems.push(format!(
+                        "{}: with stages 1..{} written, stage {} ({}) is not green: {}",
+                        list.lesson,
+                        k - 1,
+                        i + 1,
+                        list.stages[i].name,
+                        describe(o)
+                    ));
+                }
+            }
+            match &checked.outcomes[k - 1] {
+                StageOutcome::Failed {
+                    passed,
+                    failed,
+                    timed_out,
+                    ..
+                } => {
+                    let _ = write!(line, "{} tests red on the blank", failed.len());
+                    if !passed.is_empty() {
+                        problems.push(format!(
+                            "{}: stage {k} ({}): these tests pass on the blank, so they do not test it: {}",
+                            list.lesson,
+                            stage.name,
+                            passed.join(", ")
+                        ));
+                    }
+                    if *timed_out {
+                        problems.push(format!(
+                            "{}: stage {k} ({}): a test hung on the blank (stopped after {} s) instead of failing",
+                            list.lesson,
+                            stage.name,
+                            limit.as_secs()
+                        ));
+                    }
+                }
+                other => problems.push(format!(
+                    "{}: stage {k} ({}) is not red on its blank: {}",
+                    list.lesson,
+                    stage.name,
+                    describe(other)
+                )),
+            }
+        }
+        println!("{line}");
+        if k == 1 {
+            // The page shows `check` on a fresh starter as it stops at its
+            // first red stage.
+            let mut shown = run::check(list, &scratch, 1, limit, false, Some(&starters_target))?;
+            for o in shown.outcomes.iter_mut().skip(1) {
+                *o = StageOutcome::NotReached;
+            }
+            fresh = Some(transcript(root, list, &shown));
+        }
+    }
+    let page = starter_page(list, fresh.as_deref().unwrap_or(""), &transcript(root, list, &lesson_checked));
+    let path = page_path(root, list);
+    if write_pages {
+        std::fs::create_dir_all(path.parent().context("a page's folder")?)?;
+        std::fs::write(&path, &page).with_context(|| format!("write {}", path.display()))?;
+        println!("   wrote {}", path.display());
+    } else if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) {
+        problems.push(format!(
+            "{} is stale: run `cargo run -p course-tools --bin starter -- verify {} --write-pages`",
+            path.display(),
+            list.lesson
+        ));
+    }
+    Ok(problems)
+}
+
+fn describe(o: &StageOutcome) -> String {
+    match o {
+        StageOutcome::Passed { tests } => format!("{tests} tests pass"),
+        StageOutcome::Failed { test, message, .. } => {
+            format!("{test}: {}", shorten(message, 8))
+        }
+        StageOutcome::NotReached => "not run".into(),
+    }
+}
+
+/// Where a lesson's "Build it yourself" page is generated.
+fn page_path(root: &Path, list: &StageList) -> PathBuf {
+    root.join("docs/src/generated/starters")
+        .join(&list.chapter)
+}
+
+/// The generated page: the commands, each stage with what its tests check
+/// and its hint, and the two transcripts.
+fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
+    let (_, _, bin) = stages::find_lesson(&list.lesson).unwrap_or(LESSONS[0]);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!-- Generated by `cargo run -p course-tools --bin starter -- verify {} --write-pages`\n     from docs/starters/{bin}.toml and real runs of `starter check`. Do not edit. -->\n",
+        list.lesson
+    );
+    let _ = writeln!(
+        out,
+        "```sh\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncd ~/my-{bin} && cargo test      # red: the stages are yours to write\ncargo run -p course-tools --bin starter -- check ~/my-{bin}\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1   # the lesson's code for stage 1, beside yours\n```\n"
+    );
+    let _ = writeln!(out, "| stage | you write | read | its tests |\n|---|---|---|---|");
+    for (i, s) in list.stages.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "| {} `{}` | {} | [{}](#{}) | `{}` |",
+            i + 1,
+            s.name,
+            s.write,
+            s.section,
+            stages::heading_id(&s.section),
+            s.cargo_command()
+        );
+    }
+    out.push('\n');
+    for (i, s) in list.stages.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "**Stage {} — `{}`.** Its tests check: {}\n\n> Hint: {}\n",
+            i + 1,
+            s.name,
+            s.checks,
+            s.hint
+        );
+    }
+    let _ = writeln!(
+        out,
+        "On a fresh starter, `starter check` stops at the first stage:\n\n```text\n{}```\n",
+        fresh
+    );
+    let _ = writeln!(
+        out,
+        "On the lesson's own crate (`starter check {}`), every stage passes:\n\n```text\n{}```",
+        list.lesson, lesson
+    );
+    out
+}

@@ -1,0 +1,220 @@
+//! Finding a function's body with a Rust parser, and blanking it.
+//!
+//! `syn` parses the file; `proc-macro2`'s span locations give each body's
+//! braces as line and column, which we turn into byte offsets and splice:
+//! the rest of the file (doc comments, other functions, `// ANCHOR:` lines)
+//! stays byte for byte as the lesson has it.
+
+use std::ops::Range;
+
+use anyhow::{bail, Context, Result};
+use proc_macro2::LineColumn;
+use syn::spanned::Spanned;
+
+/// Which function: `NAME` (a free function), `TYPE::NAME` (an inherent
+/// method) or `TRAIT for TYPE::NAME` (a trait method), in `file`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FnPath {
+    /// The file, relative to the crate's `src/`.
+    pub file: String,
+    /// The trait of the `impl`, for a trait method.
+    pub trait_name: Option<String>,
+    /// The type of the `impl`, for a method.
+    pub type_name: Option<String>,
+    /// The function's name.
+    pub name: String,
+}
+
+impl FnPath {
+    /// Parses `FILE: PATH`.
+    pub fn parse(spec: &str) -> Result<FnPath> {
+        let Some((file, path)) = spec.split_once(": ") else {
+            bail!("{spec:?}: expected FILE: NAME, FILE: TYPE::NAME or FILE: TRAIT for TYPE::NAME");
+        };
+        let path = path.trim();
+        let (owner, name) = match path.rsplit_once("::") {
+            Some((owner, name)) => (Some(owner), name),
+            None => (None, path),
+        };
+        let (trait_name, type_name) = match owner.map(|o| o.split_once(" for ")) {
+            None => (None, None),
+            Some(None) => (None, owner),
+            Some(Some((t, ty))) => (Some(t), Some(ty)),
+        };
+        let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if !ident(name) || !type_name.is_none_or(ident) || !trait_name.is_none_or(ident) {
+            bail!("{spec:?}: names are plain identifiers (no generics, no paths)");
+        }
+        if trait_name == Some("Drop") {
+            bail!("{spec:?}: a Drop body stays written (a blank there panics while unwinding)");
+        }
+        Ok(FnPath {
+            file: file.trim().to_string(),
+            trait_name: trait_name.map(str::to_string),
+            type_name: type_name.map(str::to_string),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for FnPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.file)?;
+        if let Some(t) = &self.trait_name {
+            write!(f, "{t} for ")?;
+        }
+        if let Some(ty) = &self.type_name {
+            write!(f, "{ty}::")?;
+        }
+        f.write_str(&self.name)
+    }
+}
+
+/// A function found in a file: where it is, and what its body must become.
+#[derive(Debug, Clone)]
+pub struct FoundFn {
+    /// The whole item, from its first attribute or doc line to its `}`.
+    pub item: Range<usize>,
+    /// The body, braces included.
+    pub body: Range<usize>,
+    /// How far the function's `}` is indented.
+    pub indent: usize,
+    /// Whether the body must be an `async move` block: a function returning
+    /// `impl Future` that is not an `async fn` (`todo!()` alone is not a
+    /// future).
+    pub returns_future: bool,
+}
+
+/// Finds the function `path` names in `text`, exactly once.
+pub fn find(text: &str, path: &FnPath) -> Result<FoundFn> {
+    let file = syn::parse_file(text).with_context(|| format!("parse {}", path.file))?;
+    let mut found = Vec::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Fn(f) if path.type_name.is_none() && f.sig.ident == path.name => {
+                found.push(located(text, f.span(), &f.sig, &f.block)?);
+            }
+            syn::Item::Impl(imp) if path.type_name.is_some() => {
+                let trait_matches = match (&imp.trait_, &path.trait_name) {
+                    (None, None) => true,
+                    (Some((_, t, _)), Some(name)) => last_ident(t).is_some_and(|i| &i == name),
+                    _ => false,
+                };
+                let type_matches = match &*imp.self_ty {
+                    syn::Type::Path(p) => {
+                        last_ident(&p.path).is_some_and(|i| Some(&i) == path.type_name.as_ref())
+                    }
+                    _ => false,
+                };
+                if !(trait_matches && type_matches) {
+                    continue;
+                }
+                for member in &imp.items {
+                    if let syn::ImplItem::Fn(f) = member {
+                        if f.sig.ident == path.name {
+                            found.push(located(text, f.span(), &f.sig, &f.block)?);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => bail!("{path}: no such function"),
+        n => bail!("{path}: {n} functions match; name the impl's trait"),
+    }
+}
+
+fn last_ident(path: &syn::Path) -> Option<String> {
+    path.segments.last().map(|s| s.ident.to_string())
+}
+
+fn located(
+    text: &str,
+    item: proc_macro2::Span,
+    sig: &syn::Signature,
+    block: &syn::Block,
+) -> Result<FoundFn> {
+    let open = offset(text, block.brace_token.span.open().start())?;
+    let close_at = block.brace_token.span.close().start();
+    let close = offset(text, close_at)?;
+    let returns_future = sig.asyncness.is_none()
+        && match &sig.output {
+            syn::ReturnType::Type(_, ty) => match &**ty {
+                syn::Type::ImplTrait(t) => t.bounds.iter().any(|b| match b {
+                    syn::TypeParamBound::Trait(t) => {
+                        last_ident(&t.path).is_some_and(|i| i == "Future")
+                    }
+                    _ => false,
+                }),
+                _ => false,
+            },
+            _ => false,
+        };
+    if !returns_future {
+        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            if matches!(&**ty, syn::Type::ImplTrait(_)) {
+                bail!(
+                    "{}: returns an `impl Trait` other than a Future; blank its callers instead",
+                    sig.ident
+                );
+            }
+        }
+    }
+    // The item starts at its first attribute (doc comments are attributes).
+    let start = offset(text, item.start())?;
+    Ok(FoundFn {
+        item: start..close + 1,
+        body: open..close + 1,
+        indent: close_at.column,
+        returns_future,
+    })
+}
+
+/// The byte offset of a line and (character) column.
+fn offset(text: &str, at: LineColumn) -> Result<usize> {
+    let line_start = text
+        .split_inclusive('\n')
+        .take(at.line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>();
+    let line = &text[line_start..];
+    let column = line
+        .char_indices()
+        .nth(at.column)
+        .map(|(i, _)| i)
+        .unwrap_or(line.len());
+    if at.line == 0 || line_start > text.len() {
+        bail!("a span outside the file (line {})", at.line);
+    }
+    Ok(line_start + column)
+}
+
+/// The text that replaces a body: a `todo!` saying `message`.
+pub fn blank_body(found: &FoundFn, message: &str) -> String {
+    // `todo!` formats its argument: braces would be format placeholders.
+    let literal = format!("{:?}", message.replace('{', "{{").replace('}', "}}"));
+    let pad = " ".repeat(found.indent);
+    if found.returns_future {
+        format!("{{\n{pad}    async move {{ todo!({literal}) }}\n{pad}}}")
+    } else {
+        format!("{{\n{pad}    todo!({literal})\n{pad}}}")
+    }
+}
+
+/// `text` with each `(path, message)` function's body blanked.
+pub fn blank_all(text: &str, blanks: &[(FnPath, String)]) -> Result<String> {
+    let mut edits = Vec::new();
+    for (path, message) in blanks {
+        let found = find(text, path)?;
+        edits.push((found.body.clone(), blank_body(&found, message)));
+    }
+    edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
+    let mut out = text.to_string();
+    for (range, replacement) in edits {
+        out.replace_range(range, &replacement);
+    }
+    Ok(out)
+}

@@ -1,0 +1,278 @@
+//! # Starters: a lesson with its mechanism left for the learner to write
+//!
+//! A starter is a copy of one lesson crate in which the bodies of the
+//! functions a stage names are `todo!("stage K: …")`. Everything else is
+//! real: the command line, the binary, the tests, and `shared` (by path to
+//! the checkout). The learner writes the stages in the chapter's order, and
+//! each stage's tests turn from red to green.
+//!
+//! | module | what it does |
+//! |---|---|
+//! | [`stages`] | reading a lesson's stage list (`docs/starters/lessonN.toml`) |
+//! | [`blank`] | finding a function's body with `syn`, blanking it |
+//! | [`run`] | building a crate's tests and running its stages in order |
+//!
+//! The starter's `Cargo.toml` is the lesson's, with what it took from the
+//! workspace written out (`toml_edit` keeps its comments), its own empty
+//! `[workspace]` so that it builds wherever it is, and the course's
+//! checkout recorded under `[package.metadata.starter]`.
+
+pub mod blank;
+pub mod run;
+pub mod stages;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use toml_edit::{DocumentMut, Item, Table, Value};
+
+use blank::FnPath;
+use stages::StageList;
+
+/// Lints a starter allows beyond the workspace's, because its blank bodies
+/// leave parameters, imports, helpers and fields unused until written.
+const BLANK_LINTS: [&str; 4] = ["unused_variables", "unused_imports", "unused_mut", "dead_code"];
+
+/// Writes the starter of `list`'s lesson into `dir`, with stages
+/// `1..=through` written as the lesson has them and the rest blanked.
+pub fn write_starter(root: &Path, list: &StageList, dir: &Path, through: usize) -> Result<()> {
+    if through > list.stages.len() {
+        bail!(
+            "--through {through}: {} has {} stages",
+            list.lesson,
+            list.stages.len()
+        );
+    }
+    if dir.exists() && std::fs::read_dir(dir)?.next().is_some() {
+        bail!(
+            "{} exists and is not empty: give a new directory (nothing was written)",
+            dir.display()
+        );
+    }
+    // Everything is computed before the first file is written, so that an
+    // error leaves nothing behind.
+    let files = starter_files(root, list, through)?;
+    for (path, text) in &files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The starter's files: relative path and contents.
+pub fn starter_files(
+    root: &Path,
+    list: &StageList,
+    through: usize,
+) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("find {}", root.display()))?;
+    let crate_dir = list.crate_dir(&root);
+    let mut files = Vec::new();
+    // Which functions to blank, by file.
+    let mut blanks: Vec<(FnPath, String)> = Vec::new();
+    for (i, stage) in list.stages.iter().enumerate().skip(through) {
+        let message = list.todo_message(i + 1, stage);
+        for spec in &stage.blank {
+            blanks.push((FnPath::parse(spec)?, message.clone()));
+        }
+    }
+    for sub in ["src", "tests", "examples"] {
+        for path in rust_files(&crate_dir.join(sub))? {
+            let rel = path.strip_prefix(&crate_dir)?.to_path_buf();
+            let text =
+                std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+            let in_src = rel.strip_prefix("src").ok().map(|p| p.to_string_lossy().into_owned());
+            let here: Vec<_> = blanks
+                .iter()
+                .filter(|(p, _)| in_src.as_deref() == Some(p.file.as_str()))
+                .cloned()
+                .collect();
+            let text = blank::blank_all(&text, &here)
+                .with_context(|| format!("blank {}", rel.display()))?;
+            files.push((rel, text.into_bytes()));
+        }
+    }
+    for (path, _) in &blanks {
+        if !files.iter().any(|(rel, _)| rel == &Path::new("src").join(&path.file)) {
+            bail!("{path}: no such file in {}/src", list.lesson);
+        }
+    }
+    files.push(("Cargo.toml".into(), manifest(&root, list, through)?.into_bytes()));
+    let lock = root.join("Cargo.lock");
+    files.push((
+        "Cargo.lock".into(),
+        std::fs::read(&lock).with_context(|| format!("read {}", lock.display()))?,
+    ));
+    files.push((".gitignore".into(), b"/target\n".to_vec()));
+    files.push(("README.md".into(), readme(&root, list, through).into_bytes()));
+    Ok(files)
+}
+
+/// Every `.rs` file under `dir`, sorted (none if `dir` does not exist).
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    if !dir.is_dir() {
+        return Ok(out);
+    }
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
+            out.push(entry.into_path());
+        }
+    }
+    Ok(out)
+}
+
+/// The lesson's `Cargo.toml` made to stand alone.
+fn manifest(root: &Path, list: &StageList, through: usize) -> Result<String> {
+    let read = |path: PathBuf| -> Result<DocumentMut> {
+        std::fs::read_to_string(&path)
+            .with_context(|| format!("read {}", path.display()))?
+            .parse::<DocumentMut>()
+            .with_context(|| format!("parse {}", path.display()))
+    };
+    let workspace = read(root.join("Cargo.toml"))?;
+    let mut doc = read(list.crate_dir(root).join("Cargo.toml"))?;
+    let ws = workspace
+        .get("workspace")
+        .and_then(Item::as_table)
+        .context("the checkout's Cargo.toml has no [workspace]")?;
+
+    // [package]: `version.workspace = true` and the like, written out.
+    let package = doc
+        .get_mut("package")
+        .and_then(Item::as_table_mut)
+        .context("no [package]")?;
+    let keys: Vec<String> = package.iter().map(|(k, _)| k.to_string()).collect();
+    for key in keys {
+        if inherits(&package[&key]) {
+            let value = ws
+                .get("package")
+                .and_then(|p| p.get(&key))
+                .with_context(|| format!("[workspace.package] has no {key}"))?;
+            package[&key] = value.clone();
+        }
+    }
+    let mut meta = Table::new();
+    meta["course"] = toml_edit::value(root.to_string_lossy().as_ref());
+    meta["lesson"] = toml_edit::value(list.lesson.as_str());
+    meta["written-through-stage"] = toml_edit::value(through as i64);
+    let mut metadata = Table::new();
+    metadata.set_implicit(true);
+    metadata["starter"] = Item::Table(meta);
+    package["metadata"] = Item::Table(metadata);
+
+    // Dependencies taken from [workspace.dependencies], paths made absolute.
+    for section in ["dependencies", "dev-dependencies"] {
+        let Some(table) = doc.get_mut(section).and_then(Item::as_table_mut) else {
+            continue;
+        };
+        let keys: Vec<String> = table.iter().map(|(k, _)| k.to_string()).collect();
+        for key in keys {
+            if !inherits(&table[&key]) {
+                continue;
+            }
+            let from_ws = ws
+                .get("dependencies")
+                .and_then(|d| d.get(&key))
+                .with_context(|| format!("[workspace.dependencies] has no {key}"))?;
+            let mut dep = match from_ws.as_value() {
+                Some(Value::String(v)) => {
+                    let mut t = toml_edit::InlineTable::new();
+                    t.insert("version", Value::from(v.value().as_str()));
+                    t
+                }
+                Some(Value::InlineTable(t)) => t.clone(),
+                _ => bail!("[workspace.dependencies] {key}: not a version or inline table"),
+            };
+            if let Some(path) = dep.get("path").and_then(Value::as_str) {
+                let absolute = root.join(path).to_string_lossy().into_owned();
+                dep.insert("path", Value::from(absolute));
+            }
+            // Keys the lesson adds (features, optional) stay.
+            if let Some(own) = table[&key].as_inline_table() {
+                for (k, v) in own.iter().filter(|(k, _)| *k != "workspace") {
+                    dep.insert(k, v.clone());
+                }
+            }
+            dep.fmt();
+            table[&key] = Item::Value(Value::InlineTable(dep));
+        }
+    }
+
+    // [lints]: the workspace's, plus what the blank bodies need.
+    let mut lints = ws
+        .get("lints")
+        .and_then(Item::as_table)
+        .cloned()
+        .unwrap_or_default();
+    lints.set_implicit(true);
+    let rust = lints
+        .entry("rust")
+        .or_insert(Item::Table(Table::new()))
+        .as_table_mut()
+        .context("[workspace.lints.rust] is not a table")?;
+    for lint in BLANK_LINTS {
+        rust[lint] = toml_edit::value("allow");
+    }
+    rust.key_mut(BLANK_LINTS[0])
+        .context("the lint just added")?
+        .leaf_decor_mut()
+        .set_prefix(
+            "\n# The blank bodies leave parameters, imports, helpers and fields unused\n\
+             # until you write them: these four are allowed for that reason only.\n",
+        );
+    doc["lints"] = Item::Table(lints);
+
+    // Its own workspace: it builds outside the course's, wherever it is.
+    let mut own = Table::new();
+    own.decor_mut().set_prefix(
+        "\n# A workspace of its own, so that this crate builds wherever it is.\n",
+    );
+    doc["workspace"] = Item::Table(own);
+    Ok(doc.to_string())
+}
+
+/// Whether a manifest entry is `workspace = true`.
+fn inherits(item: &Item) -> bool {
+    item.get("workspace").and_then(Item::as_bool) == Some(true)
+}
+
+/// The starter's README: what it is and how to work in it.
+fn readme(root: &Path, list: &StageList, through: usize) -> String {
+    let mut text = format!(
+        "# {} — a starter\n\n\
+         This crate is lesson {}'s crawler with the bodies of its mechanism left\n\
+         for you to write: each is `todo!(\"stage K: …\")`. Write the stages in order;\n\
+         each stage's tests turn from red to green. The chapter is\n\
+         `{}/docs/src/{}`, and its section \"Build it yourself\" has a hint for each stage.\n\n\
+         ```sh\n\
+         cargo test                  # every test: red until the last stage is written\n\
+         # from the course's checkout:\n\
+         cargo run -p course-tools --bin starter -- check DIR        # where you are, what is next\n\
+         cargo run -p course-tools --bin starter -- solution DIR K   # the lesson's code for stage K, beside yours\n\
+         ```\n\n\
+         | stage | write | its tests |\n|---|---|---|\n",
+        list.lesson,
+        &list.chapter[6..7],
+        root.display(),
+        list.chapter,
+    );
+    for (i, stage) in list.stages.iter().enumerate() {
+        let done = if i < through { " (written)" } else { "" };
+        text.push_str(&format!(
+            "| {} {}{done} | {} | `{}` |\n",
+            i + 1,
+            stage.name,
+            stage.write,
+            stage.cargo_command()
+        ));
+    }
+    text
+}

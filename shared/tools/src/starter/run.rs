@@ -1,0 +1,368 @@
+//! Running a crate's stages: build the tests once, then each stage's tests
+//! in order, each within a time limit.
+//!
+//! The test binaries are run directly, not through `cargo test`: cargo says
+//! where it built them (`--message-format=json`), and a binary we started
+//! ourselves is one we can stop. A blank whose `todo!()` panicked on a
+//! worker thread can leave a test waiting for that thread forever; the
+//! limit turns that into a red stage instead of a hung terminal.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::stages::{Stage, StageList, TestSelection};
+
+/// The cargo to run: the one that ran us, if any.
+pub fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Builds the test targets `targets` of the crate in `dir`. `Ok(Err(text))`
+/// when the crate does not compile: `text` is what the compiler said.
+pub fn build_tests(
+    dir: &Path,
+    targets: &[String],
+    target_dir: Option<&Path>,
+) -> Result<std::result::Result<BTreeMap<String, PathBuf>, String>> {
+    let mut cmd = cargo();
+    cmd.arg("test")
+        .arg("--no-run")
+        .arg("--message-format=json-render-diagnostics")
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"));
+    for t in targets {
+        cmd.arg("--test").arg(t);
+    }
+    if let Some(target_dir) = target_dir {
+        cmd.env("CARGO_TARGET_DIR", target_dir);
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .context("run cargo test --no-run")?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Ok(Err(compiler_errors(&stderr)));
+    }
+    let mut exes = BTreeMap::new();
+    for message in cargo_metadata::Message::parse_stream(out.stdout.as_slice()) {
+        if let cargo_metadata::Message::CompilerArtifact(artifact) = message? {
+            let is_test = artifact.target.kind.iter().any(|k| k.to_string() == "test");
+            if let (true, Some(exe)) = (is_test, artifact.executable) {
+                exes.insert(artifact.target.name.clone(), exe.into_std_path_buf());
+            }
+        }
+    }
+    for t in targets {
+        if !exes.contains_key(t) {
+            bail!("cargo built no test target {t:?} (is there a tests/{t}.rs?)");
+        }
+    }
+    Ok(Ok(exes))
+}
+
+/// The compiler's errors, without the lines of crates that built fine.
+fn compiler_errors(stderr: &str) -> String {
+    let kept: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("Compiling ") && !l.trim_start().starts_with("Blocking"))
+        .collect();
+    let text = kept.join("\n");
+    let first_error = text.find("error").unwrap_or(0);
+    text[first_error..].chars().take(4000).collect()
+}
+
+/// How one test binary's run ended.
+#[derive(Debug, Default)]
+pub struct TestRun {
+    /// Tests that passed.
+    pub passed: Vec<String>,
+    /// Tests that failed, with what they printed (the panic message).
+    pub failed: Vec<(String, String)>,
+    /// Whether the run was stopped at the time limit.
+    pub timed_out: bool,
+    /// Everything the binary printed, for a run that ended otherwise.
+    pub output: String,
+}
+
+/// Runs the tests `selection` picks from `exe`, in `dir`, for at most `limit`.
+pub fn run_selection(
+    exe: &Path,
+    dir: &Path,
+    selection: &TestSelection,
+    limit: Duration,
+) -> Result<TestRun> {
+    let mut args: Vec<String> = Vec::new();
+    if let Some(prefix) = &selection.prefix {
+        let listed = Command::new(exe)
+            .args(["--list", "--format", "terse"])
+            .current_dir(dir)
+            .output()
+            .with_context(|| format!("list the tests of {}", exe.display()))?;
+        let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .filter_map(|l| l.strip_suffix(": test"))
+            .filter(|name| name.starts_with(prefix.as_str()))
+            .map(str::to_string)
+            .collect();
+        if names.is_empty() {
+            bail!(
+                "tests/{}.rs has no test whose name starts with {prefix:?}",
+                selection.target
+            );
+        }
+        // `--exact`: a name is not a pattern, so `stage1` does not pick
+        // `stage10` as well.
+        args.push("--exact".into());
+        args.extend(names);
+    }
+    let mut child = Command::new(exe)
+        .args(&args)
+        .current_dir(dir)
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("run {}", exe.display()))?;
+    let mut readers = Vec::new();
+    for pipe in [
+        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        readers.push(std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let mut pipe = pipe;
+            let _ = pipe.read_to_end(&mut text);
+            text
+        }));
+    }
+    let started = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            timed_out = true;
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut output = String::new();
+    for reader in readers {
+        let bytes = reader.join().unwrap_or_default();
+        output.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    let mut run = parse_libtest(&output);
+    run.timed_out = timed_out;
+    if status.is_some_and(|s| !s.success()) && run.failed.is_empty() {
+        // It failed without a failing test: it crashed, or printed why.
+        run.failed.push(("(the test binary)".into(), tail(&output, 30)));
+    }
+    run.output = output;
+    Ok(run)
+}
+
+/// The passes, failures and failure messages in libtest's output.
+fn parse_libtest(output: &str) -> TestRun {
+    let mut run = TestRun::default();
+    for line in output.lines() {
+        let Some(rest) = line.strip_prefix("test ") else {
+            continue;
+        };
+        if let Some(name) = rest.strip_suffix(" ... ok") {
+            run.passed.push(name.to_string());
+        } else if let Some(name) = rest.strip_suffix(" ... FAILED") {
+            run.failed.push((name.to_string(), String::new()));
+        }
+    }
+    for (name, message) in &mut run.failed {
+        let header = format!("---- {name} stdout ----\n");
+        if let Some(at) = output.find(&header) {
+            let body = &output[at + header.len()..];
+            let end = ["\n---- ", "\nfailures:\n", "\n\nfailures:"]
+                .iter()
+                .filter_map(|m| body.find(m))
+                .min()
+                .unwrap_or(body.len());
+            *message = body[..end]
+                .lines()
+                .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE=1`"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_string();
+        }
+    }
+    run
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// How a stage came out.
+#[derive(Debug)]
+pub enum StageOutcome {
+    /// Every test of the stage passed.
+    Passed {
+        /// How many tests ran.
+        tests: usize,
+    },
+    /// A test failed or the crate did not compile.
+    Failed {
+        /// The first failing test (or "the build").
+        test: String,
+        /// What it said.
+        message: String,
+        /// Every test of the stage that passed, and every one that failed.
+        passed: Vec<String>,
+        failed: Vec<String>,
+        /// Whether a run hit the time limit.
+        timed_out: bool,
+    },
+    /// Not run: an earlier stage is red.
+    NotReached,
+}
+
+impl StageOutcome {
+    /// The word `starter check` prints.
+    pub fn word(&self) -> &'static str {
+        match self {
+            StageOutcome::Passed { .. } => "ok",
+            StageOutcome::Failed { .. } => "FAILED",
+            StageOutcome::NotReached => "not reached",
+        }
+    }
+}
+
+/// Runs one stage's tests with the built binaries `exes`.
+pub fn run_stage(
+    stage: &Stage,
+    exes: &BTreeMap<String, PathBuf>,
+    dir: &Path,
+    limit: Duration,
+) -> Result<StageOutcome> {
+    let mut passed = Vec::new();
+    let mut failed: Vec<(String, String)> = Vec::new();
+    let mut timed_out = false;
+    for selection in stage.selections() {
+        let exe = exes
+            .get(&selection.target)
+            .with_context(|| format!("no test binary for {}", selection.target))?;
+        let run = run_selection(exe, dir, &selection, limit)?;
+        let prefix = |n: &String| format!("{}::{n}", selection.target);
+        passed.extend(run.passed.iter().map(prefix));
+        failed.extend(run.failed.iter().map(|(n, m)| (prefix(n), m.clone())));
+        if run.timed_out {
+            timed_out = true;
+            let waiting = format!(
+                "stopped after {} s: a test was still waiting (a todo!() on another thread \
+                 can leave it waiting for an answer that never comes)\n{}",
+                limit.as_secs(),
+                tail(&run.output, 15)
+            );
+            failed.push((format!("{}::(still running)", selection.target), waiting));
+        }
+    }
+    if failed.is_empty() && passed.is_empty() {
+        return Ok(StageOutcome::Failed {
+            test: stage.tests.join(", "),
+            message: "no test ran".into(),
+            passed,
+            failed: Vec::new(),
+            timed_out,
+        });
+    }
+    if failed.is_empty() {
+        return Ok(StageOutcome::Passed {
+            tests: passed.len(),
+        });
+    }
+    let (test, message) = failed[0].clone();
+    Ok(StageOutcome::Failed {
+        test,
+        message,
+        passed,
+        failed: failed.into_iter().map(|(n, _)| n).collect(),
+        timed_out,
+    })
+}
+
+/// What `check` found: one outcome per stage, and the compiler's errors if
+/// the crate did not build.
+#[derive(Debug)]
+pub struct Checked {
+    /// One per stage, in order.
+    pub outcomes: Vec<StageOutcome>,
+    /// The compiler's errors, when the crate did not compile.
+    pub build_errors: Option<String>,
+}
+
+impl Checked {
+    /// How many stages passed.
+    pub fn passing(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o, StageOutcome::Passed { .. }))
+            .count()
+    }
+}
+
+/// Builds the crate in `dir` and runs stages `1..=upto` in order, stopping
+/// at the first red one (or running them all, with `keep_going`).
+pub fn check(
+    list: &StageList,
+    dir: &Path,
+    upto: usize,
+    limit: Duration,
+    keep_going: bool,
+    target_dir: Option<&Path>,
+) -> Result<Checked> {
+    let mut targets: Vec<String> = Vec::new();
+    for stage in &list.stages[..upto] {
+        for s in stage.selections() {
+            if !targets.contains(&s.target) {
+                targets.push(s.target);
+            }
+        }
+    }
+    let exes = match build_tests(dir, &targets, target_dir)? {
+        Ok(exes) => exes,
+        Err(errors) => {
+            let outcomes = list.stages.iter().map(|_| StageOutcome::NotReached).collect();
+            return Ok(Checked {
+                outcomes,
+                build_errors: Some(errors),
+            });
+        }
+    };
+    let mut outcomes = Vec::new();
+    let mut red = false;
+    for (i, stage) in list.stages.iter().enumerate() {
+        if i >= upto || (red && !keep_going) {
+            outcomes.push(StageOutcome::NotReached);
+            continue;
+        }
+        let outcome = run_stage(stage, &exes, dir, limit)?;
+        red |= matches!(outcome, StageOutcome::Failed { .. });
+        outcomes.push(outcome);
+    }
+    Ok(Checked {
+        outcomes,
+        build_errors: None,
+    })
+}

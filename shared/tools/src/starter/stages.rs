@@ -1,0 +1,229 @@
+//! A lesson's stage list: `docs/starters/lessonN.toml`.
+//!
+//! Each stage is one idea of the chapter, in the chapter's order: the
+//! functions a learner writes for it (blanked in the starter), the test
+//! targets that check it, and what the chapter says about it. The lesson's
+//! code carries no marker for this: the list names functions, and
+//! [`super::blank`] finds them with a Rust parser.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+/// The four lessons, in order: crate name, chapter file, binary name.
+pub const LESSONS: [(&str, &str, &str); 4] = [
+    ("lesson1-threadpool", "lesson1.md", "lesson1"),
+    ("lesson2-callbacks", "lesson2.md", "lesson2"),
+    ("lesson3-generators", "lesson3.md", "lesson3"),
+    ("lesson4-asyncio-style", "lesson4.md", "lesson4"),
+];
+
+/// One lesson's stages, as read from its TOML file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageList {
+    /// The lesson crate's name, e.g. `lesson3-generators`.
+    pub lesson: String,
+    /// The stages, first to last; the last is the whole lesson.
+    #[serde(rename = "stage")]
+    pub stages: Vec<Stage>,
+    /// The chapter (`lessonN.md`), filled in from [`LESSONS`].
+    #[serde(skip)]
+    pub chapter: String,
+}
+
+/// One stage: what to write, where the chapter explains it, how it is tested.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// A short name, one word or two joined by `-` (`queue`, `run-once`).
+    pub name: String,
+    /// The heading of the chapter's section that teaches it, word for word.
+    pub section: String,
+    /// What the learner writes, as the `todo!` says it.
+    pub write: String,
+    /// What the stage's tests check, in a sentence or two.
+    pub checks: String,
+    /// A hint: where to start, the pitfall the tests catch.
+    pub hint: String,
+    /// The stage's tests: a test target (`queue` for `tests/queue.rs`), or a
+    /// target and a name prefix (`runtime handles::`) for the tests of one
+    /// module of a target.
+    pub tests: Vec<String>,
+    /// The functions to blank: `FILE: NAME`, `FILE: TYPE::NAME` or
+    /// `FILE: TRAIT for TYPE::NAME`, FILE relative to `src/`.
+    pub blank: Vec<String>,
+}
+
+/// Where a stage's tests are: a target, and maybe a name prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestSelection {
+    /// The integration-test target (`tests/TARGET.rs`).
+    pub target: String,
+    /// Only tests whose full name starts with this.
+    pub prefix: Option<String>,
+}
+
+impl Stage {
+    /// The stage's test selections, parsed.
+    pub fn selections(&self) -> Vec<TestSelection> {
+        self.tests
+            .iter()
+            .map(|t| match t.split_once(' ') {
+                Some((target, prefix)) => TestSelection {
+                    target: target.to_string(),
+                    prefix: Some(prefix.trim().to_string()),
+                },
+                None => TestSelection {
+                    target: t.clone(),
+                    prefix: None,
+                },
+            })
+            .collect()
+    }
+
+    /// How a learner runs this stage's tests with cargo.
+    pub fn cargo_command(&self) -> String {
+        let mut cmd = String::from("cargo test");
+        let selections = self.selections();
+        for s in &selections {
+            cmd.push_str(&format!(" --test {}", s.target));
+        }
+        if let [TestSelection {
+            prefix: Some(prefix),
+            ..
+        }] = selections.as_slice()
+        {
+            cmd.push_str(&format!(" -- {prefix}"));
+        }
+        cmd
+    }
+}
+
+impl StageList {
+    /// The stage list of `lesson` (`3`, `lesson3` or `lesson3-generators`)
+    /// in the checkout at `root`.
+    pub fn load(root: &Path, lesson: &str) -> Result<StageList> {
+        let (krate, chapter, bin) = find_lesson(lesson)?;
+        let path = stage_file(root, bin);
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+        let mut list: StageList =
+            toml::from_str(&text).with_context(|| format!("parse {}", path.display()))?;
+        if list.lesson != krate {
+            bail!(
+                "{}: says lesson = {:?}, expected {krate:?}",
+                path.display(),
+                list.lesson
+            );
+        }
+        list.chapter = chapter.to_string();
+        list.validate(root)
+            .with_context(|| format!("in {}", path.display()))?;
+        Ok(list)
+    }
+
+    /// The lesson crate's directory in the checkout.
+    pub fn crate_dir(&self, root: &Path) -> PathBuf {
+        root.join(&self.lesson)
+    }
+
+    /// Sound enough to use: 3-8 stages, distinct names, sections that are
+    /// headings of the chapter, blanks that parse.
+    fn validate(&self, root: &Path) -> Result<()> {
+        if !(3..=8).contains(&self.stages.len()) {
+            bail!("{} stages: a lesson has 3 to 8", self.stages.len());
+        }
+        let chapter_path = root.join("docs/src").join(&self.chapter);
+        let chapter = std::fs::read_to_string(&chapter_path)
+            .with_context(|| format!("read {}", chapter_path.display()))?;
+        let headings: Vec<&str> = chapter
+            .lines()
+            .filter(|l| l.starts_with('#'))
+            .filter_map(|l| l.trim_start_matches('#').strip_prefix(' '))
+            .collect();
+        for (i, stage) in self.stages.iter().enumerate() {
+            let valid_name = !stage.name.is_empty()
+                && stage
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !valid_name {
+                bail!(
+                    "stage {}: name {:?} is not lower-case words joined by '-'",
+                    i + 1,
+                    stage.name
+                );
+            }
+            if self.stages[..i].iter().any(|s| s.name == stage.name) {
+                bail!("stage {}: name {:?} is used twice", i + 1, stage.name);
+            }
+            if !headings.contains(&stage.section.as_str()) {
+                bail!(
+                    "stage {} ({}): {:?} is not a heading of {}",
+                    i + 1,
+                    stage.name,
+                    stage.section,
+                    self.chapter
+                );
+            }
+            if stage.tests.is_empty() {
+                bail!("stage {} ({}): no tests", i + 1, stage.name);
+            }
+            for spec in &stage.blank {
+                super::blank::FnPath::parse(spec)
+                    .with_context(|| format!("stage {} ({})", i + 1, stage.name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The anchor of a stage's section in the chapter, as mdBook makes it.
+    pub fn section_link(&self, stage: &Stage) -> String {
+        format!("{}#{}", self.chapter, heading_id(&stage.section))
+    }
+
+    /// What the `todo!` of a blank in `stage` (1-based `number`) says.
+    pub fn todo_message(&self, number: usize, stage: &Stage) -> String {
+        format!(
+            "stage {number}: {} — see {}, \"{}\"",
+            stage.write,
+            self.chapter,
+            stage.section.replace('`', "")
+        )
+    }
+}
+
+/// The lesson's crate, chapter and binary for `3`, `lesson3` or the crate name.
+pub fn find_lesson(name: &str) -> Result<(&'static str, &'static str, &'static str)> {
+    let number = name.strip_prefix("lesson").unwrap_or(name);
+    LESSONS
+        .iter()
+        .enumerate()
+        .find(|(i, (krate, _, bin))| {
+            name == *krate || name == *bin || number == (i + 1).to_string()
+        })
+        .map(|(_, lesson)| *lesson)
+        .with_context(|| {
+            format!("unknown lesson {name:?}: give 1 to 4, lesson1 to lesson4, or a crate name such as lesson3-generators")
+        })
+}
+
+/// Where a lesson's stage list lives.
+pub fn stage_file(root: &Path, bin: &str) -> PathBuf {
+    root.join("docs/starters").join(format!("{bin}.toml"))
+}
+
+/// mdBook's id for a heading: lower case, spaces to `-`, only letters,
+/// digits, `-` and `_` kept.
+pub fn heading_id(heading: &str) -> String {
+    heading
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
