@@ -3,7 +3,5 @@
 
 #[test]
 fn the_demo_crawl_ends_as_the_chapter_shows() {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/src/generated/checkpoints/lesson1.txt");
-    shared::behaviour::checkpoint(shared::Lesson::One, lesson1_threadpool::crawl, &file);
+    shared::behaviour::checkpoint(shared::Lesson::One, lesson1_threadpool::crawl);
 }

@@ -3,7 +3,5 @@
 
 #[test]
 fn the_demo_crawl_ends_as_the_chapter_shows() {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/src/generated/checkpoints/lesson3.txt");
-    shared::behaviour::checkpoint(shared::Lesson::Three, lesson3_generators::crawl, &file);
+    shared::behaviour::checkpoint(shared::Lesson::Three, lesson3_generators::crawl);
 }

@@ -1075,12 +1075,18 @@ macro_rules! descriptor_suite {
 }
 
 /// The checkpoint a chapter shows: the end of the report of `crawl` on the
-/// demo site, as `lessonN --demo -q` prints it. `file` holds the output of
-/// a real run; the check crawls again and compares, numbers that change
+/// demo site, as `lessonN --demo -q` prints it.
+/// `docs/src/generated/checkpoints/lessonN.txt` holds the output of a real
+/// run (found beside this crate, so a starter crate outside the checkout
+/// checks against the same file); the check crawls again and compares, numbers that change
 /// from run to run (times, rates, concurrency) left out, so the book's
 /// sample cannot drift from what the lesson prints. With the environment
 /// variable `UPDATE_CHECKPOINTS=1` it writes `file` from this run instead.
-pub fn checkpoint(lesson: Lesson, crawl: CrawlFn, file: &std::path::Path) {
+pub fn checkpoint(lesson: Lesson, crawl: CrawlFn) {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/src/generated/checkpoints")
+        .join(format!("{}.txt", lesson.bin_name()));
+    let file = file.as_path();
     let site = crate::demo::DemoSite::start().expect("the demo site");
     let mut config = Config::new(lesson, [site.root()]);
     config.log = Log::capture(Level::Error);

@@ -399,6 +399,32 @@ fn verify(root: &Path, list: &StageList, limit: Duration, write_pages: bool) -> 
             fresh = Some(transcript(root, list, &shown));
         }
     }
+    // All written: the starter, outside the checkout, is the lesson, and
+    // passes every stage as the lesson does.
+    std::fs::remove_dir_all(&scratch).with_context(|| format!("remove {}", scratch.display()))?;
+    write_starter(root, list, &scratch, m)?;
+    let whole = run::check(list, &scratch, m, limit, true, Some(&starters_target))?;
+    if let Some(errors) = &whole.build_errors {
+        problems.push(format!(
+            "{}: the starter with every stage written does not compile:\n{errors}",
+            list.lesson
+        ));
+    }
+    for (i, o) in whole.outcomes.iter().enumerate() {
+        if whole.build_errors.is_none() && !matches!(o, StageOutcome::Passed { .. }) {
+            problems.push(format!(
+                "{}: the starter with every stage written fails stage {} ({}): {}",
+                list.lesson,
+                i + 1,
+                list.stages[i].name,
+                describe(o)
+            ));
+        }
+    }
+    println!(
+        "   every stage written: {} of {m} stages pass",
+        whole.passing()
+    );
     let page = starter_page(list, fresh.as_deref().unwrap_or(""), &transcript(root, list, &lesson_checked));
     let path = page_path(root, list);
     if write_pages {

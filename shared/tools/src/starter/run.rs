@@ -98,7 +98,8 @@ pub fn run_selection(
     limit: Duration,
 ) -> Result<TestRun> {
     let mut args: Vec<String> = Vec::new();
-    if let Some(prefix) = &selection.prefix {
+    if selection.prefix.is_some() || !selection.except.is_empty() {
+        let prefix = selection.prefix.as_deref().unwrap_or("");
         let listed = Command::new(exe)
             .args(["--list", "--format", "terse"])
             .current_dir(dir)
@@ -107,8 +108,20 @@ pub fn run_selection(
         let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
             .lines()
             .filter_map(|l| l.strip_suffix(": test"))
-            .filter(|name| name.starts_with(prefix.as_str()))
+            .filter(|name| name.starts_with(prefix))
             .map(str::to_string)
+            .collect();
+        for skipped in &selection.except {
+            if !names.contains(skipped) {
+                bail!(
+                    "tests/{}.rs has no test {skipped:?} to skip",
+                    selection.target
+                );
+            }
+        }
+        let names: Vec<String> = names
+            .into_iter()
+            .filter(|name| !selection.except.contains(name))
             .collect();
         if names.is_empty() {
             bail!(
@@ -199,6 +212,7 @@ fn parse_libtest(output: &str) -> TestRun {
             *message = body[..end]
                 .lines()
                 .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE=1`"))
+                .map(without_thread_id)
                 .collect::<Vec<_>>()
                 .join("\n")
                 .trim()
@@ -206,6 +220,21 @@ fn parse_libtest(output: &str) -> TestRun {
         }
     }
     run
+}
+
+/// `thread 'x' (1234) panicked at` without the thread's id, which differs
+/// from run to run and tells a learner nothing.
+fn without_thread_id(line: &str) -> String {
+    if let (Some(rest), true) = (line.strip_prefix("thread '"), line.contains(" panicked at ")) {
+        if let Some((name, after)) = rest.split_once("' (") {
+            if let Some((id, tail)) = after.split_once(") ") {
+                if id.chars().all(|c| c.is_ascii_digit()) {
+                    return format!("thread '{name}' {tail}");
+                }
+            }
+        }
+    }
+    line.to_string()
 }
 
 /// The last `n` lines of `text`.
@@ -292,6 +321,8 @@ pub fn run_stage(
             tests: passed.len(),
         });
     }
+    // The first by name, not by finishing time: the same on every run.
+    failed.sort();
     let (test, message) = failed[0].clone();
     Ok(StageOutcome::Failed {
         test,

@@ -51,6 +51,12 @@ pub struct Stage {
     /// target and a name prefix (`runtime handles::`) for the tests of one
     /// module of a target.
     pub tests: Vec<String>,
+    /// Tests the selections above pick that do not test this stage, each as
+    /// `TARGET NAME: why` (a case of the shared suite that only another
+    /// lesson uses, say). They still run under `cargo test`; `check` leaves
+    /// them out of the stage, since they pass on its blank.
+    #[serde(default)]
+    pub skip: Vec<String>,
     /// The functions to blank: `FILE: NAME`, `FILE: TYPE::NAME` or
     /// `FILE: TRAIT for TYPE::NAME`, FILE relative to `src/`.
     pub blank: Vec<String>,
@@ -63,41 +69,85 @@ pub struct TestSelection {
     pub target: String,
     /// Only tests whose full name starts with this.
     pub prefix: Option<String>,
+    /// Tests of the target left out (full names).
+    pub except: Vec<String>,
+}
+
+/// One `skip` entry: the target, the test's full name, and why.
+pub fn parse_skip(entry: &str) -> Result<(&str, &str, &str)> {
+    let (test, why) = entry
+        .split_once(": ")
+        .with_context(|| format!("skip {entry:?}: write it as `TARGET NAME: why`"))?;
+    let (target, name) = test
+        .split_once(' ')
+        .with_context(|| format!("skip {entry:?}: write it as `TARGET NAME: why`"))?;
+    if why.trim().is_empty() {
+        bail!("skip {entry:?}: say why the test does not test this stage");
+    }
+    Ok((target, name.trim(), why.trim()))
 }
 
 impl Stage {
     /// The stage's test selections, parsed.
     pub fn selections(&self) -> Vec<TestSelection> {
+        let skipped: Vec<(&str, &str)> = self
+            .skip
+            .iter()
+            .filter_map(|entry| parse_skip(entry).ok())
+            .map(|(target, name, _)| (target, name))
+            .collect();
         self.tests
             .iter()
-            .map(|t| match t.split_once(' ') {
-                Some((target, prefix)) => TestSelection {
+            .map(|t| {
+                let (target, prefix) = match t.split_once(' ') {
+                    Some((target, prefix)) => (target, Some(prefix.trim().to_string())),
+                    None => (t.as_str(), None),
+                };
+                let except = skipped
+                    .iter()
+                    .filter(|(skip_target, _)| *skip_target == target)
+                    .map(|(_, name)| name.to_string())
+                    .collect();
+                TestSelection {
                     target: target.to_string(),
-                    prefix: Some(prefix.trim().to_string()),
-                },
-                None => TestSelection {
-                    target: t.clone(),
-                    prefix: None,
-                },
+                    prefix,
+                    except,
+                }
             })
             .collect()
     }
 
-    /// How a learner runs this stage's tests with cargo.
+    /// How a learner runs this stage's tests with cargo: one command for
+    /// the whole targets, one per target whose tests are picked by name.
     pub fn cargo_command(&self) -> String {
-        let mut cmd = String::from("cargo test");
         let selections = self.selections();
+        let mut whole = String::from("cargo test");
+        let mut skips = Vec::new();
+        let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
         for s in &selections {
-            cmd.push_str(&format!(" --test {}", s.target));
+            match &s.prefix {
+                None => {
+                    whole.push_str(&format!(" --test {}", s.target));
+                    skips.extend(s.except.iter().map(|n| format!(" --skip {n}")));
+                }
+                Some(prefix) => match by_name.iter_mut().find(|(t, _)| *t == s.target) {
+                    Some((_, prefixes)) => prefixes.push(prefix.clone()),
+                    None => by_name.push((s.target.clone(), vec![prefix.clone()])),
+                },
+            }
         }
-        if let [TestSelection {
-            prefix: Some(prefix),
-            ..
-        }] = selections.as_slice()
-        {
-            cmd.push_str(&format!(" -- {prefix}"));
+        let mut commands = Vec::new();
+        if whole != "cargo test" {
+            if !skips.is_empty() {
+                whole.push_str(" --");
+                whole.push_str(&skips.concat());
+            }
+            commands.push(whole);
         }
-        cmd
+        for (target, prefixes) in by_name {
+            commands.push(format!("cargo test --test {target} -- {}", prefixes.join(" ")));
+        }
+        commands.join(" && ")
     }
 }
 
@@ -170,6 +220,17 @@ impl StageList {
             }
             if stage.tests.is_empty() {
                 bail!("stage {} ({}): no tests", i + 1, stage.name);
+            }
+            for entry in &stage.skip {
+                let (target, _, _) =
+                    parse_skip(entry).with_context(|| format!("stage {} ({})", i + 1, stage.name))?;
+                if !stage.selections().iter().any(|s| s.target == target) {
+                    bail!(
+                        "stage {} ({}): skip {entry:?} names a target the stage does not run",
+                        i + 1,
+                        stage.name
+                    );
+                }
             }
             for spec in &stage.blank {
                 super::blank::FnPath::parse(spec)
