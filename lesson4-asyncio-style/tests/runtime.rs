@@ -143,6 +143,50 @@ fn sleep_takes_loop_time_not_real_time() {
     event_loop.close();
 }
 
+/// A future ends once — with a result, an error or a cancellation — and the
+/// first of them wins. Polled before it ends, it keeps the waker and says
+/// "not yet"; ending it wakes that waker; polled after, it hands over its
+/// outcome.
+#[test]
+fn a_future_ends_once_with_a_result_an_error_or_a_cancellation() {
+    let (event_loop, _clock) = test_loop();
+    let wakes = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    let waker = Waker::from(wakes.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+
+    let ok: Future<u32> = event_loop.create_future();
+    let mut awaited = ok.clone();
+    let first = std::future::Future::poll(std::pin::Pin::new(&mut awaited), &mut cx);
+    assert!(first.is_pending(), "a pending future polled: {first:?}");
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
+    assert!(ok.set_result(7));
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        1,
+        "set_result must wake the waker the poll left"
+    );
+    assert!(!ok.set_exception(anyhow::anyhow!("too late")), "the first outcome wins");
+    match std::future::Future::poll(std::pin::Pin::new(&mut awaited), &mut cx) {
+        Poll::Ready(Ok(7)) => {}
+        other => panic!("expected Ready(Ok(7)) once the result is set, got {other:?}"),
+    }
+
+    let failed: Future<u32> = event_loop.create_future();
+    assert!(failed.set_exception(anyhow::anyhow!("it broke")));
+    assert!(failed.done() && !failed.cancelled());
+    assert!(!failed.cancel(), "a future that failed cannot be cancelled");
+    let err = failed.take_result().expect("done").unwrap_err();
+    assert_eq!(err.to_string(), "it broke");
+
+    let cancelled: Future<u32> = event_loop.create_future();
+    assert!(cancelled.cancel());
+    assert!(cancelled.done() && cancelled.cancelled());
+    assert!(!cancelled.set_result(1), "a cancelled future takes no result");
+    let err = cancelled.take_result().expect("done").unwrap_err();
+    assert!(is_cancelled(&err), "{err:#}");
+    event_loop.close();
+}
+
 #[test]
 fn done_callbacks_are_scheduled_not_called() {
     let (event_loop, _clock) = test_loop();
@@ -261,6 +305,50 @@ fn a_coroutine_may_catch_the_cancellation_and_return_normally() {
         })
         .unwrap();
     assert_eq!(result, "caught");
+    event_loop.close();
+}
+
+/// The same as with a sleep, for the simplest thing a task can wait on: a
+/// future that nobody will ever resolve. Cancelling the task is the only
+/// way out, and it must come out of that `.await` as `Cancelled`.
+#[test]
+fn cancel_reaches_a_task_waiting_on_a_future_nobody_resolves() {
+    let (event_loop, _clock) = test_loop();
+    let observed = Rc::new(RefCell::new(None));
+    let cleaned = Rc::new(Cell::new(false));
+    let (obs, clean) = (observed.clone(), cleaned.clone());
+    let ended = event_loop
+        .run_until_complete(async move {
+            let lp = get_running_loop();
+            let never: Future<()> = lp.create_future();
+            let child = lp.create_task(async move {
+                let _finally = Cleanup(clean);
+                let waited = never.await;
+                *obs.borrow_mut() = Some(matches!(&waited, Err(err) if is_cancelled(err)));
+                waited
+            });
+            // Let the child take its first step and suspend: a future set
+            // by a callback queued after that step wakes this task next.
+            let tick: Future<()> = lp.create_future();
+            let set = tick.clone();
+            lp.call_soon(move || {
+                set.set_result(());
+            });
+            tick.await?;
+            assert!(!child.done(), "the child ended without being cancelled");
+            assert!(child.cancel());
+            let outcome = child.clone().await;
+            Ok((
+                child.cancelled(),
+                outcome.is_err_and(|err| err.is::<Cancelled>()),
+            ))
+        })
+        .unwrap();
+    // `Cancelled` came out of the child's `.await`, its `?`-less return
+    // carried it up, its cleanup ran, and the task ended cancelled.
+    assert_eq!(*observed.borrow(), Some(true));
+    assert!(cleaned.get(), "the child's coroutine was not dropped");
+    assert_eq!(ended, (true, true));
     event_loop.close();
 }
 
