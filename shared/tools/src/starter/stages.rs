@@ -193,6 +193,29 @@ impl StageList {
             .filter(|l| l.starts_with('#'))
             .filter_map(|l| l.trim_start_matches('#').strip_prefix(' '))
             .collect();
+        // The stages follow the chapter: each one's section comes no earlier
+        // than the one before. The last stage, the whole lesson, may point
+        // wherever the chapter shows the whole crawl.
+        let positions: Vec<Option<usize>> = self
+            .stages
+            .iter()
+            .map(|s| headings.iter().position(|h| *h == s.section))
+            .collect();
+        let last = self.stages.len() - 1;
+        for i in 1..last {
+            if let (Some(before), Some(here)) = (positions[i - 1], positions[i]) {
+                if here < before {
+                    bail!(
+                        "stage {} ({}): its section {:?} comes before stage {}'s in {}: stages follow the chapter",
+                        i + 1,
+                        self.stages[i].name,
+                        self.stages[i].section,
+                        i,
+                        self.chapter
+                    );
+                }
+            }
+        }
         for (i, stage) in self.stages.iter().enumerate() {
             let valid_name = !stage.name.is_empty()
                 && stage
