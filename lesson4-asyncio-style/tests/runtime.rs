@@ -165,7 +165,10 @@ fn a_future_ends_once_with_a_result_an_error_or_a_cancellation() {
         1,
         "set_result must wake the waker the poll left"
     );
-    assert!(!ok.set_exception(anyhow::anyhow!("too late")), "the first outcome wins");
+    assert!(
+        !ok.set_exception(anyhow::anyhow!("too late")),
+        "the first outcome wins"
+    );
     match std::future::Future::poll(std::pin::Pin::new(&mut awaited), &mut cx) {
         Poll::Ready(Ok(7)) => {}
         other => panic!("expected Ready(Ok(7)) once the result is set, got {other:?}"),
@@ -181,7 +184,10 @@ fn a_future_ends_once_with_a_result_an_error_or_a_cancellation() {
     let cancelled: Future<u32> = event_loop.create_future();
     assert!(cancelled.cancel());
     assert!(cancelled.done() && cancelled.cancelled());
-    assert!(!cancelled.set_result(1), "a cancelled future takes no result");
+    assert!(
+        !cancelled.set_result(1),
+        "a cancelled future takes no result"
+    );
     let err = cancelled.take_result().expect("done").unwrap_err();
     assert!(is_cancelled(&err), "{err:#}");
     event_loop.close();

@@ -8,9 +8,9 @@
 //! ```
 //!
 //! For the course's maintainers, `starter verify` proves that every stage
-//! of every lesson goes from red to green (CI runs it), and `starter book`
-//! writes the chapters' "Build it yourself" pages from the stage lists and
-//! real runs of `check`.
+//! of every lesson goes from red to green (CI runs it) and checks the
+//! chapters' "Build it yourself" pages against the stage lists and real runs
+//! of `check`; `starter verify --write-pages` rewrites those pages.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -153,9 +153,10 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
                 let diff = similar::TextDiff::from_lines(&yours, &lesson);
                 print!(
                     "{}",
-                    diff.unified_diff()
-                        .context_radius(3)
-                        .header(&format!("yours/src/{}", path.file), &format!("lesson/src/{}", path.file))
+                    diff.unified_diff().context_radius(3).header(
+                        &format!("yours/src/{}", path.file),
+                        &format!("lesson/src/{}", path.file)
+                    )
                 );
                 println!();
             }
@@ -245,7 +246,13 @@ fn transcript(root: &Path, list: &StageList, checked: &Checked) -> String {
     let mut out = String::new();
     let width = list.stages.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for (i, (stage, outcome)) in list.stages.iter().zip(&checked.outcomes).enumerate() {
-        let _ = writeln!(out, "stage {}  {:width$}  {}", i + 1, stage.name, outcome.word());
+        let _ = writeln!(
+            out,
+            "stage {}  {:width$}  {}",
+            i + 1,
+            stage.name,
+            outcome.word()
+        );
     }
     if let Some(errors) = &checked.build_errors {
         let _ = writeln!(
@@ -270,7 +277,12 @@ fn transcript(root: &Path, list: &StageList, checked: &Checked) -> String {
         }
     } else if checked.build_errors.is_none() && checked.passing() < list.stages.len() {
         let next = checked.passing();
-        let _ = writeln!(out, "\nnext: stage {} ({})", next + 1, list.stages[next].name);
+        let _ = writeln!(
+            out,
+            "\nnext: stage {} ({})",
+            next + 1,
+            list.stages[next].name
+        );
     }
     let _ = writeln!(
         out,
@@ -293,13 +305,22 @@ fn shorten(text: &str, lines: usize) -> String {
     if all.len() <= lines {
         return text.to_string();
     }
-    format!("{}\n[... {} more lines]", all[..lines].join("\n"), all.len() - lines)
+    format!(
+        "{}\n[... {} more lines]",
+        all[..lines].join("\n"),
+        all.len() - lines
+    )
 }
 
 /// Every stage of `list`: the lesson passes it; a starter with the stages
 /// before it written passes those and fails it, each test of it, within
 /// the limit. Returns the problems found.
-fn verify(root: &Path, list: &StageList, limit: Duration, write_pages: bool) -> Result<Vec<String>> {
+fn verify(
+    root: &Path,
+    list: &StageList,
+    limit: Duration,
+    write_pages: bool,
+) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     let m = list.stages.len();
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -324,7 +345,10 @@ fn verify(root: &Path, list: &StageList, limit: Duration, write_pages: bool) -> 
             ));
         }
     }
-    println!("   the lesson: {} of {m} stages pass", lesson_checked.passing());
+    println!(
+        "   the lesson: {} of {m} stages pass",
+        lesson_checked.passing()
+    );
     let mut fresh = None;
     for k in 1..=m {
         if scratch.exists() {
@@ -425,7 +449,11 @@ fn verify(root: &Path, list: &StageList, limit: Duration, write_pages: bool) -> 
         "   every stage written: {} of {m} stages pass",
         whole.passing()
     );
-    let page = starter_page(list, fresh.as_deref().unwrap_or(""), &transcript(root, list, &lesson_checked));
+    let page = starter_page(
+        list,
+        fresh.as_deref().unwrap_or(""),
+        &transcript(root, list, &lesson_checked),
+    );
     let path = page_path(root, list);
     if write_pages {
         std::fs::create_dir_all(path.parent().context("a page's folder")?)?;
@@ -453,8 +481,7 @@ fn describe(o: &StageOutcome) -> String {
 
 /// Where a lesson's "Build it yourself" page is generated.
 fn page_path(root: &Path, list: &StageList) -> PathBuf {
-    root.join("docs/src/generated/starters")
-        .join(&list.chapter)
+    root.join("docs/src/generated/starters").join(&list.chapter)
 }
 
 /// The generated page: the commands, each stage with what its tests check
@@ -471,7 +498,10 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
         out,
         "```sh\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncd ~/my-{bin} && cargo test      # red: the stages are yours to write\ncargo run -p course-tools --bin starter -- check ~/my-{bin}\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1   # the lesson's code for stage 1, beside yours\n```\n"
     );
-    let _ = writeln!(out, "| stage | you write | read | its tests |\n|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| stage | you write | read | its tests |\n|---|---|---|---|"
+    );
     for (i, s) in list.stages.iter().enumerate() {
         let _ = writeln!(
             out,

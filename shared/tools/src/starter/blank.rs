@@ -218,3 +218,117 @@ pub fn blank_all(text: &str, blanks: &[(FnPath, String)]) -> Result<String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"//! A module.
+
+/// Adds.
+pub fn add(a: u32, b: u32) -> u32 {
+    // The sum.
+    a + b
+}
+
+struct Counter(u32);
+
+impl Counter {
+    /// One more.
+    fn bump(&mut self) -> u32 {
+        self.0 += 1; // counted
+        self.0
+    }
+
+    fn later<'a>(&'a self) -> impl std::future::Future<Output = u32> + 'a {
+        async move { self.0 }
+    }
+}
+
+impl Iterator for Counter {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        Some(self.bump())
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {}
+}
+"#;
+
+    fn path(spec: &str) -> FnPath {
+        FnPath::parse(spec).expect(spec)
+    }
+
+    #[test]
+    fn paths_parse_in_their_three_forms_and_refuse_drop_and_generics() {
+        assert_eq!(path("a.rs: add").type_name, None);
+        let method = path("a.rs: Counter::bump");
+        assert_eq!(
+            (method.type_name.as_deref(), method.trait_name.as_deref()),
+            (Some("Counter"), None)
+        );
+        let trait_method = path("sub/b.rs: Iterator for Counter::next");
+        assert_eq!(trait_method.file, "sub/b.rs");
+        assert_eq!(trait_method.trait_name.as_deref(), Some("Iterator"));
+        assert_eq!(
+            trait_method.to_string(),
+            "sub/b.rs: Iterator for Counter::next"
+        );
+        assert!(FnPath::parse("a.rs: Drop for Counter::drop").is_err());
+        assert!(FnPath::parse("a.rs: Counter<T>::bump").is_err());
+        assert!(FnPath::parse("add").is_err(), "no file");
+    }
+
+    #[test]
+    fn a_blank_replaces_only_the_body_and_keeps_every_comment_around_it() {
+        let out = blank_all(
+            SAMPLE,
+            &[
+                (path("a.rs: add"), "stage 1: add them".into()),
+                (path("a.rs: Counter::bump"), "stage 2: {count}".into()),
+            ],
+        )
+        .unwrap();
+        assert!(out.contains(
+            "/// Adds.\npub fn add(a: u32, b: u32) -> u32 {\n    todo!(\"stage 1: add them\")\n}"
+        ));
+        // Indented as the method is; braces escaped for `todo!`'s format.
+        assert!(out.contains(
+            "    fn bump(&mut self) -> u32 {\n        todo!(\"stage 2: {{count}}\")\n    }"
+        ));
+        assert!(!out.contains("// The sum.") && !out.contains("// counted"));
+        // Everything outside the two bodies is as it was.
+        let outside = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("//") || l.starts_with("impl") || l.contains("///"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(outside(&out), outside(SAMPLE));
+        syn::parse_file(&out).expect("the blanked file still parses");
+    }
+
+    #[test]
+    fn a_function_returning_a_future_gets_an_async_block() {
+        let out = blank_all(SAMPLE, &[(path("a.rs: Counter::later"), "stage 3".into())]).unwrap();
+        assert!(out.contains("async move { todo!(\"stage 3\") }"), "{out}");
+    }
+
+    #[test]
+    fn a_trait_method_is_found_by_its_trait_and_a_missing_one_is_an_error() {
+        let found = find(SAMPLE, &path("a.rs: Iterator for Counter::next")).unwrap();
+        assert!(SAMPLE[found.body.clone()].contains("self.bump()"));
+        let err = find(SAMPLE, &path("a.rs: Counter::next")).unwrap_err();
+        assert!(err.to_string().contains("no such function"), "{err}");
+        assert!(find(SAMPLE, &path("a.rs: missing")).is_err());
+    }
+
+    #[test]
+    fn an_impl_trait_that_is_not_a_future_is_refused() {
+        let text = "fn make() -> impl Fn() { || () }\n";
+        let err = find(text, &path("a.rs: make")).unwrap_err();
+        assert!(err.to_string().contains("impl Trait"), "{err}");
+    }
+}

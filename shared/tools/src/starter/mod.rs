@@ -31,7 +31,12 @@ use stages::StageList;
 
 /// Lints a starter allows beyond the workspace's, because its blank bodies
 /// leave parameters, imports, helpers and fields unused until written.
-const BLANK_LINTS: [&str; 4] = ["unused_variables", "unused_imports", "unused_mut", "dead_code"];
+const BLANK_LINTS: [&str; 4] = [
+    "unused_variables",
+    "unused_imports",
+    "unused_mut",
+    "dead_code",
+];
 
 /// Writes the starter of `list`'s lesson into `dir`, with stages
 /// `1..=through` written as the lesson has them and the rest blanked.
@@ -85,9 +90,12 @@ pub fn starter_files(
     for sub in ["src", "tests", "examples"] {
         for path in rust_files(&crate_dir.join(sub))? {
             let rel = path.strip_prefix(&crate_dir)?.to_path_buf();
-            let text =
-                std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
-            let in_src = rel.strip_prefix("src").ok().map(|p| p.to_string_lossy().into_owned());
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("read {}", path.display()))?;
+            let in_src = rel
+                .strip_prefix("src")
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned());
             let here: Vec<_> = blanks
                 .iter()
                 .filter(|(p, _)| in_src.as_deref() == Some(p.file.as_str()))
@@ -99,18 +107,27 @@ pub fn starter_files(
         }
     }
     for (path, _) in &blanks {
-        if !files.iter().any(|(rel, _)| rel == &Path::new("src").join(&path.file)) {
+        if !files
+            .iter()
+            .any(|(rel, _)| rel == &Path::new("src").join(&path.file))
+        {
             bail!("{path}: no such file in {}/src", list.lesson);
         }
     }
-    files.push(("Cargo.toml".into(), manifest(&root, list, through)?.into_bytes()));
+    files.push((
+        "Cargo.toml".into(),
+        manifest(&root, list, through)?.into_bytes(),
+    ));
     let lock = root.join("Cargo.lock");
     files.push((
         "Cargo.lock".into(),
         std::fs::read(&lock).with_context(|| format!("read {}", lock.display()))?,
     ));
     files.push((".gitignore".into(), b"/target\n".to_vec()));
-    files.push(("README.md".into(), readme(&root, list, through).into_bytes()));
+    files.push((
+        "README.md".into(),
+        readme(&root, list, through).into_bytes(),
+    ));
     Ok(files)
 }
 
@@ -232,9 +249,8 @@ fn manifest(root: &Path, list: &StageList, through: usize) -> Result<String> {
 
     // Its own workspace: it builds outside the course's, wherever it is.
     let mut own = Table::new();
-    own.decor_mut().set_prefix(
-        "\n# A workspace of its own, so that this crate builds wherever it is.\n",
-    );
+    own.decor_mut()
+        .set_prefix("\n# A workspace of its own, so that this crate builds wherever it is.\n");
     doc["workspace"] = Item::Table(own);
     Ok(doc.to_string())
 }

@@ -70,7 +70,9 @@ pub fn build_tests(
 fn compiler_errors(stderr: &str) -> String {
     let kept: Vec<&str> = stderr
         .lines()
-        .filter(|l| !l.trim_start().starts_with("Compiling ") && !l.trim_start().starts_with("Blocking"))
+        .filter(|l| {
+            !l.trim_start().starts_with("Compiling ") && !l.trim_start().starts_with("Blocking")
+        })
         .collect();
     let text = kept.join("\n");
     let first_error = text.find("error").unwrap_or(0);
@@ -145,8 +147,14 @@ pub fn run_selection(
         .with_context(|| format!("run {}", exe.display()))?;
     let mut readers = Vec::new();
     for pipe in [
-        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
     ]
     .into_iter()
     .flatten()
@@ -181,7 +189,8 @@ pub fn run_selection(
     run.timed_out = timed_out;
     if status.is_some_and(|s| !s.success()) && run.failed.is_empty() {
         // It failed without a failing test: it crashed, or printed why.
-        run.failed.push(("(the test binary)".into(), tail(&output, 30)));
+        run.failed
+            .push(("(the test binary)".into(), tail(&output, 30)));
     }
     run.output = output;
     Ok(run)
@@ -225,7 +234,10 @@ fn parse_libtest(output: &str) -> TestRun {
 /// `thread 'x' (1234) panicked at` without the thread's id, which differs
 /// from run to run and tells a learner nothing.
 fn without_thread_id(line: &str) -> String {
-    if let (Some(rest), true) = (line.strip_prefix("thread '"), line.contains(" panicked at ")) {
+    if let (Some(rest), true) = (
+        line.strip_prefix("thread '"),
+        line.contains(" panicked at "),
+    ) {
         if let Some((name, after)) = rest.split_once("' (") {
             if let Some((id, tail)) = after.split_once(") ") {
                 if id.chars().all(|c| c.is_ascii_digit()) {
@@ -374,7 +386,11 @@ pub fn check(
     let exes = match build_tests(dir, &targets, target_dir)? {
         Ok(exes) => exes,
         Err(errors) => {
-            let outcomes = list.stages.iter().map(|_| StageOutcome::NotReached).collect();
+            let outcomes = list
+                .stages
+                .iter()
+                .map(|_| StageOutcome::NotReached)
+                .collect();
             return Ok(Checked {
                 outcomes,
                 build_errors: Some(errors),

@@ -145,7 +145,10 @@ impl Stage {
             commands.push(whole);
         }
         for (target, prefixes) in by_name {
-            commands.push(format!("cargo test --test {target} -- {}", prefixes.join(" ")));
+            commands.push(format!(
+                "cargo test --test {target} -- {}",
+                prefixes.join(" ")
+            ));
         }
         commands.join(" && ")
     }
@@ -245,8 +248,8 @@ impl StageList {
                 bail!("stage {} ({}): no tests", i + 1, stage.name);
             }
             for entry in &stage.skip {
-                let (target, _, _) =
-                    parse_skip(entry).with_context(|| format!("stage {} ({})", i + 1, stage.name))?;
+                let (target, _, _) = parse_skip(entry)
+                    .with_context(|| format!("stage {} ({})", i + 1, stage.name))?;
                 if !stage.selections().iter().any(|s| s.target == target) {
                     bail!(
                         "stage {} ({}): skip {entry:?} names a target the stage does not run",
@@ -310,4 +313,74 @@ pub fn heading_id(heading: &str) -> String {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(tests: &[&str], skip: &[&str]) -> Stage {
+        Stage {
+            name: "s".into(),
+            section: "S".into(),
+            write: String::new(),
+            checks: String::new(),
+            hint: String::new(),
+            tests: tests.iter().map(|t| t.to_string()).collect(),
+            skip: skip.iter().map(|t| t.to_string()).collect(),
+            blank: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_lesson_is_named_by_number_short_name_or_crate() {
+        for name in ["3", "lesson3", "lesson3-generators"] {
+            assert_eq!(find_lesson(name).unwrap().0, "lesson3-generators");
+        }
+        let err = find_lesson("lesson9").unwrap_err().to_string();
+        assert!(err.contains("unknown lesson"), "{err}");
+        assert!(find_lesson("13").is_err());
+    }
+
+    #[test]
+    fn heading_ids_are_mdbooks() {
+        assert_eq!(
+            heading_id("The queue, and what `join` waits for"),
+            "the-queue-and-what-join-waits-for"
+        );
+        assert_eq!(
+            heading_id("`Future`: a result that is not there yet"),
+            "future-a-result-that-is-not-there-yet"
+        );
+    }
+
+    #[test]
+    fn selections_carry_prefixes_and_skips_into_one_command() {
+        let s = stage(
+            &["behaviour", "trace", "crawler each_url"],
+            &["trace one_slice_per_attempt: lesson 4 only"],
+        );
+        let selections = s.selections();
+        assert_eq!(selections[1].except, ["one_slice_per_attempt"]);
+        assert!(selections[0].except.is_empty());
+        assert_eq!(selections[2].prefix.as_deref(), Some("each_url"));
+        assert_eq!(
+            s.cargo_command(),
+            "cargo test --test behaviour --test trace -- --skip one_slice_per_attempt \
+             && cargo test --test crawler -- each_url"
+        );
+        assert!(
+            parse_skip("trace one_slice_per_attempt").is_err(),
+            "a skip says why"
+        );
+    }
+
+    #[test]
+    fn every_stage_list_of_the_checkout_loads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for (krate, _, _) in LESSONS {
+            let list = StageList::load(&root, krate).expect(krate);
+            assert!((3..=8).contains(&list.stages.len()));
+        }
+    }
 }

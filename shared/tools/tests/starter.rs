@@ -1,0 +1,228 @@
+//! The `starter` program as a learner runs it: what it writes, what it
+//! refuses, and that it finds the course's checkout at run time (one binary,
+//! two checkouts).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// This checkout.
+fn checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn starter(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_starter"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run starter")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What `git status` says about the checkout, if git is there to ask.
+fn git_status(dir: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    out.status.success().then(|| text(&out.stdout))
+}
+
+#[test]
+fn an_unknown_lesson_is_a_usage_error_and_writes_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("mine");
+    let out = starter(&checkout(), &["new", "lesson9", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unknown lesson \"lesson9\""),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_directory_that_is_not_empty_is_refused_untouched() {
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::write(scratch.path().join("notes.txt"), "mine").unwrap();
+    let out = starter(&checkout(), &["new", "2", scratch.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "something was written beside notes.txt");
+}
+
+#[test]
+fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
+    let root = checkout();
+    let before = git_status(&root);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("my-lesson3");
+    let out = starter(&root, &["new", "lesson3", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("next: stage 1 (generator)"));
+
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("\n[workspace]"), "{manifest}");
+    assert!(manifest.contains(&format!("course = {:?}", root.display().to_string())));
+    assert!(manifest.contains("written-through-stage = 0"));
+    let generator = std::fs::read_to_string(dir.join("src/generator.rs")).unwrap();
+    assert!(
+        generator.contains("todo!(\"stage 1: generators by hand"),
+        "{generator}"
+    );
+    // The lesson's tests come whole, and the lock file pins the same crates.
+    let lesson = root.join("lesson3-generators");
+    for file in ["tests/future.rs", "tests/behaviour.rs"] {
+        assert_eq!(
+            std::fs::read(dir.join(file)).unwrap(),
+            std::fs::read(lesson.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    assert!(dir.join("Cargo.lock").is_file());
+    assert_eq!(
+        git_status(&root),
+        before,
+        "starter new changed the checkout"
+    );
+
+    // The lesson's code for stage 1, beside the learner's (still blank).
+    let out = starter(&root, &["solution", dir.to_str().unwrap(), "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let diff = text(&out.stdout);
+    assert!(diff.contains("-        todo!(\"stage 1"), "{diff}");
+    assert!(diff.contains("+        match *self {"), "{diff}");
+    let out = starter(&root, &["solution", dir.to_str().unwrap(), "9"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn through_the_last_stage_nothing_is_left_to_write() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("done");
+    let out = starter(
+        &checkout(),
+        &[
+            "new",
+            "lesson4-asyncio-style",
+            dir.to_str().unwrap(),
+            "--through",
+            "7",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for entry in std::fs::read_dir(dir.join("src")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("todo!(\"stage"), "{}", path.display());
+        let lesson = checkout()
+            .join("lesson4-asyncio-style/src")
+            .join(path.file_name().unwrap());
+        assert_eq!(text, std::fs::read_to_string(lesson).unwrap());
+    }
+    let out = starter(
+        &checkout(),
+        &[
+            "new",
+            "4",
+            scratch.path().join("x").to_str().unwrap(),
+            "--through",
+            "8",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Copies what `starter new 1` reads from the checkout at `from` into a
+/// second checkout at `to`, with lesson 1's first stage described otherwise.
+fn second_checkout(from: &Path, to: &Path) {
+    for file in ["Cargo.toml", "Cargo.lock", "docs/src/lesson1.md"] {
+        std::fs::create_dir_all(to.join(file).parent().unwrap()).unwrap();
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+    let stages = std::fs::read_to_string(from.join("docs/starters/lesson1.toml")).unwrap();
+    let changed = stages.replacen("write = \"", "write = \"(the second checkout) ", 1);
+    std::fs::create_dir_all(to.join("docs/starters")).unwrap();
+    std::fs::write(to.join("docs/starters/lesson1.toml"), changed).unwrap();
+    let krate = from.join("lesson1-threadpool");
+    for entry in walk(&krate) {
+        let rel = entry.strip_prefix(&krate).unwrap();
+        if rel.starts_with("target") {
+            continue;
+        }
+        let dest = to.join("lesson1-threadpool").join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, dest).unwrap();
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// One `starter` binary, built once, serves two checkouts: each run reads
+/// the stage list and lesson of the checkout it is run in, not the one it
+/// was built from.
+#[test]
+fn one_binary_serves_the_checkout_it_is_run_in() {
+    let scratch = tempfile::tempdir().unwrap();
+    let other = scratch.path().join("other-checkout");
+    second_checkout(&checkout(), &other);
+    let other = other.canonicalize().unwrap();
+
+    let from_other = scratch.path().join("from-other");
+    let out = starter(&other, &["new", "1", from_other.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let manifest = std::fs::read_to_string(from_other.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("course = {:?}", other.display().to_string())),
+        "{manifest}"
+    );
+    let fetch = std::fs::read_to_string(from_other.join("src/fetch.rs")).unwrap();
+    assert!(fetch.contains("stage 1: (the second checkout)"), "{fetch}");
+
+    let from_this = scratch.path().join("from-this");
+    let out = starter(&checkout(), &["new", "1", from_this.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let fetch = std::fs::read_to_string(from_this.join("src/fetch.rs")).unwrap();
+    assert!(!fetch.contains("the second checkout"));
+
+    // And `--root` names a checkout from anywhere.
+    let by_root = scratch.path().join("by-root");
+    let out = starter(
+        scratch.path(),
+        &[
+            "--root",
+            other.to_str().unwrap(),
+            "new",
+            "1",
+            by_root.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(by_root.join("src/fetch.rs"))
+        .unwrap()
+        .contains("the second checkout"));
+}
