@@ -59,3 +59,82 @@ fn exercise_per_host_limit() {
 fn exercise_retry_network_errors() {
     shared::behaviour::exercise_retry_network_errors(Lesson::One, crawl);
 }
+
+/// Exercise 3: a queue that fills up. A producer thread puts fifty numbers
+/// into a queue of at most three while a consumer takes them a little more
+/// slowly: the queue never holds more than three, the producer has to wait
+/// for room, and the numbers come out complete and in order. Then a thread
+/// waiting to put into a full queue is woken by `shutdown` with
+/// `Err(ShutDown)`. Each part runs on threads watched by a deadline, so a
+/// `put` that never wakes fails the test instead of hanging it.
+#[cfg(feature = "exercise-bounded-queue")]
+#[test]
+#[ignore = "exercise: Queue::with_maxsize, and a put that waits for room"]
+fn exercise_bounded_queue() {
+    use lesson1_threadpool::queue::{Queue, ShutDown};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::thread;
+
+    /// Runs `f` on a thread and waits at most ten seconds for its answer.
+    fn within_ten_seconds<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (done, answer) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = done.send(f());
+        });
+        answer
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{what} did not finish within 10 s: does a full queue's put wake when a get makes room?"))
+    }
+
+    let queue = Arc::new(Queue::with_maxsize(3));
+    let most = Arc::new(AtomicUsize::new(0));
+    let waited = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let (queue, most, waited) = (Arc::clone(&queue), Arc::clone(&most), Arc::clone(&waited));
+        thread::spawn(move || {
+            for i in 0..50 {
+                if queue.qsize() == 3 {
+                    waited.store(true, Ordering::SeqCst);
+                }
+                queue.put(i).expect("the queue is not shut down");
+                most.fetch_max(queue.qsize(), Ordering::SeqCst);
+            }
+        })
+    };
+    let consumer = Arc::clone(&queue);
+    let got = within_ten_seconds("the producer and the consumer", move || {
+        let mut got = Vec::new();
+        while got.len() < 50 {
+            thread::sleep(Duration::from_millis(1));
+            got.extend(consumer.get());
+        }
+        got
+    });
+    producer.join().expect("the producer panicked");
+    assert_eq!(got, (0..50).collect::<Vec<_>>(), "every number, in order");
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 3, "the queue held {most} items, more than its maxsize of 3");
+    assert!(waited.load(Ordering::SeqCst), "the producer never found the queue full");
+
+    // A put waiting on a full queue is woken by shutdown, and refused.
+    let full = Arc::new(Queue::with_maxsize(1));
+    full.put(0).unwrap();
+    let (started, waiting) = mpsc::channel();
+    let putter = {
+        let full = Arc::clone(&full);
+        thread::spawn(move || {
+            started.send(()).unwrap();
+            full.put(1)
+        })
+    };
+    waiting.recv().unwrap();
+    thread::sleep(Duration::from_millis(50));
+    assert!(!putter.is_finished(), "put returned while the queue was full");
+    full.shutdown(false);
+    let refused = within_ten_seconds("a put waiting when the queue was shut down", move || {
+        putter.join().expect("the putter panicked")
+    });
+    assert_eq!(refused, Err(ShutDown));
+    assert_eq!(full.qsize(), 1, "the refused item was not queued");
+}
