@@ -77,7 +77,10 @@ fn exercise_bounded_queue() {
     use std::thread;
 
     /// Runs `f` on a thread and waits at most ten seconds for its answer.
-    fn within_ten_seconds<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    fn within_ten_seconds<T: Send + 'static>(
+        what: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
         let (done, answer) = mpsc::channel();
         thread::spawn(move || {
             let _ = done.send(f());
@@ -114,8 +117,14 @@ fn exercise_bounded_queue() {
     producer.join().expect("the producer panicked");
     assert_eq!(got, (0..50).collect::<Vec<_>>(), "every number, in order");
     let most = most.load(Ordering::SeqCst);
-    assert!(most <= 3, "the queue held {most} items, more than its maxsize of 3");
-    assert!(waited.load(Ordering::SeqCst), "the producer never found the queue full");
+    assert!(
+        most <= 3,
+        "the queue held {most} items, more than its maxsize of 3"
+    );
+    assert!(
+        waited.load(Ordering::SeqCst),
+        "the producer never found the queue full"
+    );
 
     // A put waiting on a full queue is woken by shutdown, and refused.
     let full = Arc::new(Queue::with_maxsize(1));
@@ -130,7 +139,10 @@ fn exercise_bounded_queue() {
     };
     waiting.recv().unwrap();
     thread::sleep(Duration::from_millis(50));
-    assert!(!putter.is_finished(), "put returned while the queue was full");
+    assert!(
+        !putter.is_finished(),
+        "put returned while the queue was full"
+    );
     full.shutdown(false);
     let refused = within_ten_seconds("a put waiting when the queue was shut down", move || {
         putter.join().expect("the putter panicked")

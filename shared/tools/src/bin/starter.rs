@@ -496,7 +496,8 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "```sh\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncd ~/my-{bin} && cargo test      # red: the stages are yours to write\ncargo run -p course-tools --bin starter -- check ~/my-{bin}\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1   # the lesson's code for stage 1, beside yours\n```\n"
+        "```sh\n# in the course's checkout\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncargo run -p course-tools --bin starter -- check ~/my-{bin}      # which stages pass, what to do next\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1 # the lesson's code for stage 1 beside yours\n\n# in your starter: one stage's tests, as the table below gives them\ncd ~/my-{bin} && cargo test --test {first}\n```\n\n`new {bin} DIR --through K` writes stages 1 to K as the lesson has them, to start further on.\n",
+        first = list.stages[0].selections().first().map(|s| s.target.as_str()).unwrap_or("behaviour")
     );
     let _ = writeln!(
         out,
@@ -518,7 +519,7 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
     for (i, s) in list.stages.iter().enumerate() {
         let _ = writeln!(
             out,
-            "**Stage {} — `{}`.** Its tests check: {}\n\n> Hint: {}\n",
+            "**Stage {} — `{}`.** Its tests check: {}\n\n<details>\n<summary>Hint</summary>\n\n{}\n\n</details>\n",
             i + 1,
             s.name,
             s.checks,

@@ -51,7 +51,7 @@ mod testdir;
 #[allow(dead_code)]
 mod tree;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -227,8 +227,13 @@ struct Checker<'a> {
     /// Heading ids per page, computed once (after expanding includes, since
     /// a heading may come from an included file).
     ids: HashMap<PathBuf, Vec<String>>,
-    /// Markdown files some page includes: they need no SUMMARY entry.
-    included: BTreeSet<PathBuf>,
+    /// Markdown files some page includes, and the pages that include each:
+    /// they need no SUMMARY entry, and their `#fragment` links point into
+    /// the pages they become part of.
+    included: BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+    /// The pages SUMMARY.md lists: each is a page of its own, even when a
+    /// chapter also includes it.
+    chapters: BTreeSet<PathBuf>,
     /// What has been found so far.
     outcome: Outcome,
 }
@@ -290,7 +295,10 @@ impl Checker<'_> {
                 }
             };
             if target.extension().is_some_and(|e| e == "md") {
-                self.included.insert(target.clone());
+                self.included
+                    .entry(target.clone())
+                    .or_default()
+                    .insert(page.to_path_buf());
             }
             if let Some(what) = includes::part_problem(&content, &helper.part) {
                 let message = say(format!("{}: {what}", self.name(&target)));
@@ -359,18 +367,41 @@ impl Checker<'_> {
                 continue;
             }
             let fragment = percent_decode(fragment);
-            let target_name = self.name(&target);
-            let ids = self.ids_of(&target);
-            if !ids.contains(&fragment) {
-                let shown: Vec<&str> = ids.iter().take(12).map(String::as_str).collect();
-                let more = if ids.len() > shown.len() { ", …" } else { "" };
-                let message = format!(
-                    "`{dest}`: {} has no heading with id `{fragment}` (its ids: {}{more})",
-                    target_name,
-                    shown.join(", ")
-                );
-                self.problem(page, link.line, message);
+            // A fragment of its own page, in a page that is only ever
+            // included, names a heading of the chapter that includes it.
+            if path_part.is_empty() && !self.chapters.contains(&target) {
+                if let Some(includers) = self.included.get(&target).cloned() {
+                    for includer in includers {
+                        self.check_fragment(page, link.line, dest, &includer, &fragment);
+                    }
+                    continue;
+                }
             }
+            self.check_fragment(page, link.line, dest, &target, &fragment);
+        }
+    }
+
+    /// Checks that `fragment` (from the link `dest` on `page`) names a
+    /// heading of `target`.
+    fn check_fragment(
+        &mut self,
+        page: &Path,
+        line: usize,
+        dest: &str,
+        target: &Path,
+        fragment: &str,
+    ) {
+        let target_name = self.name(target);
+        let ids = self.ids_of(target);
+        if !ids.iter().any(|id| id == fragment) {
+            let shown: Vec<&str> = ids.iter().take(12).map(String::as_str).collect();
+            let more = if ids.len() > shown.len() { ", …" } else { "" };
+            let message = format!(
+                "`{dest}`: {} has no heading with id `{fragment}` (its ids: {}{more})",
+                target_name,
+                shown.join(", ")
+            );
+            self.problem(page, line, message);
         }
     }
 }
@@ -389,39 +420,49 @@ fn check_book(root: &Path) -> Result<Outcome> {
         src: src.clone(),
         smart_punctuation: toml.smart_punctuation,
         ids: HashMap::new(),
-        included: BTreeSet::new(),
+        included: BTreeMap::new(),
+        chapters: BTreeSet::new(),
         outcome: Outcome::default(),
     };
 
     let summary = src.join("SUMMARY.md");
+    let summary_text = fs::read_to_string(&summary).ok();
+    if let Some(text) = &summary_text {
+        checker.chapters = markdown::links(text)
+            .iter()
+            .filter(|l| !l.dest.is_empty() && !EXTERNAL.is_match(&l.dest))
+            .map(|l| {
+                let path = l.dest.split('#').next().unwrap_or("");
+                normalize(&src.join(percent_decode(path)))
+            })
+            .collect();
+    }
     let pages = markdown_files(&src)?;
+    // Helpers first, for every page: a page's links may depend on which
+    // pages include it.
+    let mut texts = Vec::new();
     for page in &pages {
-        let text = match fs::read_to_string(page) {
-            Ok(text) => text,
-            Err(e) => {
-                checker.problem(page, 0, format!("cannot read: {e}"));
-                continue;
+        match fs::read_to_string(page) {
+            Ok(text) => {
+                checker.outcome.pages += 1;
+                checker.check_helpers(page, &text);
+                texts.push((page, text));
             }
-        };
-        checker.outcome.pages += 1;
-        checker.check_helpers(page, &text);
-        checker.check_links(page, &text, *page == summary);
+            Err(e) => checker.problem(page, 0, format!("cannot read: {e}")),
+        }
+    }
+    for (page, text) in &texts {
+        checker.check_links(page, text, **page == summary);
     }
 
     // Reachability: a page mdBook builds is a SUMMARY entry; a page a
     // chapter includes is part of that chapter.
-    match fs::read_to_string(&summary) {
-        Ok(text) => {
-            let chapters: BTreeSet<PathBuf> = markdown::links(&text)
-                .iter()
-                .filter(|l| !l.dest.is_empty() && !EXTERNAL.is_match(&l.dest))
-                .map(|l| {
-                    let path = l.dest.split('#').next().unwrap_or("");
-                    normalize(&src.join(percent_decode(path)))
-                })
-                .collect();
+    match summary_text {
+        Some(_) => {
             for page in &pages {
-                if *page != summary && !chapters.contains(page) && !checker.included.contains(page)
+                if *page != summary
+                    && !checker.chapters.contains(page)
+                    && !checker.included.contains_key(page)
                 {
                     checker.problem(
                         page,
@@ -432,7 +473,7 @@ fn check_book(root: &Path) -> Result<Outcome> {
                 }
             }
         }
-        Err(_) => checker.problem(&summary, 0, "missing: mdBook needs it".to_string()),
+        None => checker.problem(&summary, 0, "missing: mdBook needs it".to_string()),
     }
 
     // The generated diff pages.
@@ -666,6 +707,27 @@ mod tests {
         );
         // part.md is in no SUMMARY entry, but included: reachable.
         assert_eq!(problems(&dir), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_fragment_in_an_included_page_names_a_heading_of_its_chapter() {
+        let dir = sound_book("included-fragment");
+        dir.write(
+            "docs/src/generated/part.md",
+            "[the queue](#the-queue) and [nowhere](#no-such-heading)\n",
+        );
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n## The queue\n\n{{#include generated/part.md}}\n",
+        );
+        assert_one(
+            &dir,
+            &[
+                "docs/src/generated/part.md:1",
+                "#no-such-heading",
+                "docs/src/lesson1.md has no heading",
+            ],
+        );
     }
 
     #[test]
