@@ -119,11 +119,11 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check { dir, timeout } => {
-            let (root, list) = course_of(&dir, cli.root.as_deref())?;
+            let (_, list) = course_of(&dir, cli.root.as_deref())?;
             eprintln!("building the tests of {} ...", dir.display());
             let limit = Duration::from_secs(timeout);
             let checked = run::check(&list, &dir, list.stages.len(), limit, false, None)?;
-            print!("{}", transcript(&root, &list, &checked));
+            print!("{}", transcript(&list, &checked));
             let all = checked.passing() == list.stages.len();
             Ok(if all {
                 ExitCode::SUCCESS
@@ -241,18 +241,10 @@ fn fn_text(dir: &Path, path: &blank::FnPath) -> Result<String> {
 
 /// What `check` prints: a line per stage, the first red stage's message
 /// and hint, and the count.
-fn transcript(root: &Path, list: &StageList, checked: &Checked) -> String {
-    let _ = root;
+fn transcript(list: &StageList, checked: &Checked) -> String {
     let mut out = String::new();
-    let width = list.stages.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for (i, (stage, outcome)) in list.stages.iter().zip(&checked.outcomes).enumerate() {
-        let _ = writeln!(
-            out,
-            "stage {}  {:width$}  {}",
-            i + 1,
-            stage.name,
-            outcome.word()
-        );
+        let _ = writeln!(out, "stage {}  {}  {}", i + 1, stage.name, outcome.word());
     }
     if let Some(errors) = &checked.build_errors {
         let _ = writeln!(
@@ -420,7 +412,7 @@ fn verify(
             for o in shown.outcomes.iter_mut().skip(1) {
                 *o = StageOutcome::NotReached;
             }
-            fresh = Some(transcript(root, list, &shown));
+            fresh = Some(transcript(list, &shown));
         }
     }
     // All written: the starter, outside the checkout, is the lesson, and
@@ -452,7 +444,7 @@ fn verify(
     let page = starter_page(
         list,
         fresh.as_deref().unwrap_or(""),
-        &transcript(root, list, &lesson_checked),
+        &transcript(list, &lesson_checked),
     );
     let path = page_path(root, list);
     if write_pages {
@@ -496,33 +488,30 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "```sh\n# in the course's checkout\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncargo run -p course-tools --bin starter -- check ~/my-{bin}      # which stages pass, what to do next\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1 # the lesson's code for stage 1 beside yours\n\n# in your starter: one stage's tests, as the table below gives them\ncd ~/my-{bin} && cargo test --test {first}\n```\n\n`new {bin} DIR --through K` writes stages 1 to K as the lesson has them, to start further on.\n",
+        "```sh\n# in the course's checkout\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncargo run -p course-tools --bin starter -- check ~/my-{bin}      # which stages pass, what to do next\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1 # the lesson's code for stage 1 beside yours\n\n# in your starter: one stage's tests, as each stage below gives them\ncd ~/my-{bin} && cargo test --test {first}\n```\n\n`new {bin} DIR --through K` writes stages 1 to K as the lesson has them, to start further on.\n",
         first = list.stages[0].selections().first().map(|s| s.target.as_str()).unwrap_or("behaviour")
     );
-    let _ = writeln!(
-        out,
-        "| stage | you write | read | its tests |\n|---|---|---|---|"
-    );
+    let _ = writeln!(out, "| stage | you write | read |\n|---|---|---|");
     for (i, s) in list.stages.iter().enumerate() {
         let _ = writeln!(
             out,
-            "| {} `{}` | {} | [{}](#{}) | `{}` |",
+            "| {} `{}` | {} | [{}](#{}) |",
             i + 1,
             s.name,
             s.write,
             s.section,
             stages::heading_id(&s.section),
-            s.cargo_command()
         );
     }
     out.push('\n');
     for (i, s) in list.stages.iter().enumerate() {
         let _ = writeln!(
             out,
-            "**Stage {} — `{}`.** Its tests check: {}\n\n<details>\n<summary>Hint</summary>\n\n{}\n\n</details>\n",
+            "**Stage {} — `{}`.** Its tests check: {}\n\n```sh\n{}\n```\n\n<details>\n<summary>Hint</summary>\n\n{}\n\n</details>\n",
             i + 1,
             s.name,
             s.checks,
+            s.cargo_command().replace(" && ", "\n"),
             s.hint
         );
     }
