@@ -488,7 +488,7 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "```sh\n# in the course's checkout\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncargo run -p course-tools --bin starter -- check ~/my-{bin}      # which stages pass, what to do next\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1 # the lesson's code for stage 1 beside yours\n\n# in your starter: one stage's tests, as each stage below gives them\ncd ~/my-{bin} && cargo test --test {first}\n```\n\n`new {bin} DIR --through K` writes stages 1 to K as the lesson has them, to start further on.\n",
+        "```sh\n# in the course's checkout: write your starter; see which stages pass and\n# what to do next; show the lesson's code for stage 1 beside yours\ncargo run -p course-tools --bin starter -- new {bin} ~/my-{bin}\ncargo run -p course-tools --bin starter -- check ~/my-{bin}\ncargo run -p course-tools --bin starter -- solution ~/my-{bin} 1\n\n# in your starter: one stage's tests, as each stage below gives them\ncd ~/my-{bin} && cargo test --test {first}\n```\n\n`new {bin} DIR --through K` writes stages 1 to K as the lesson has them, to start further on.\n",
         first = list.stages[0].selections().first().map(|s| s.target.as_str()).unwrap_or("behaviour")
     );
     let _ = writeln!(out, "| stage | you write | read |\n|---|---|---|");
