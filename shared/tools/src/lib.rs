@@ -1,7 +1,9 @@
 //! What the course's tools share: where the workspace is, how a trace is
 //! drawn ([`timeline`]), and how a lesson becomes a starter ([`starter`]).
 
+pub mod lesson_diff;
 pub mod starter;
+pub mod testdir;
 pub mod timeline;
 
 use std::path::{Path, PathBuf};

@@ -32,24 +32,12 @@
 //! | [`includes`] | the `{{#…}}` helpers: parsing, anchors and line ranges, expansion |
 //! | [`markdown`] | links outside code, headings and the ids mdBook gives them |
 //!
-//! The diff pages' generator is `lesson-diff`'s, compiled in here from its
-//! folder, so the two programs cannot disagree about what "fresh" means.
+//! The diff pages' generator is `lesson-diff`'s, from the crate's library
+//! ([`course_tools::lesson_diff`]), so the two programs cannot disagree
+//! about what "fresh" means.
 
-#[path = "../lesson-diff/diff.rs"]
-mod diff;
 mod includes;
 mod markdown;
-// The generator is shared with `lesson-diff`, which uses all of it; this
-// program only checks, so writing pages and picking one lesson go unused.
-#[path = "../lesson-diff/pages.rs"]
-#[allow(dead_code)]
-mod pages;
-#[cfg(test)]
-#[path = "../lesson-diff/testdir.rs"]
-mod testdir;
-#[path = "../lesson-diff/tree.rs"]
-#[allow(dead_code)]
-mod tree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -61,6 +49,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use regex::Regex;
 
+use course_tools::lesson_diff::pages;
 use includes::KNOWN_KINDS;
 
 const USAGE: &str = "\
@@ -548,7 +537,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use testdir::TestDir;
+    use course_tools::testdir::TestDir;
 
     /// A small sound book: two chapters, a listing from a crate, an image,
     /// links between chapters with fragments.

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::pages::id_from_content;
+use course_tools::lesson_diff::pages::id_from_content;
 
 /// A link or image found in prose.
 #[derive(Debug, PartialEq, Eq)]

@@ -12,146 +12,86 @@
 //! nothing else. This tool prints that diff and writes it into the book,
 //! one page per pair of adjacent lessons, in `docs/src/generated/diffs/`.
 //! `book-check` (run by CI) fails when a page no longer matches the code,
-//! so the book cannot drift from the crates.
-//!
-//! | module | what it does |
-//! |---|---|
-//! | [`diff`] | Myers' line diff and the unified format, written here (no crate) |
-//! | [`tree`] | finding the lessons, pairing their files, diffing each pair |
-//! | [`pages`] | the Markdown pages, writing them, checking they are fresh |
+//! so the book cannot drift from the crates. The work is done by
+//! [`course_tools::lesson_diff`].
 //!
 //! The printed diff applies with `patch`: inside a copy of lesson 2's
 //! directory, `patch -p1 < diff` turns its `src/` into lesson 3's.
-
-mod diff;
-mod pages;
-#[cfg(test)]
-mod testdir;
-mod tree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use clap::{ArgGroup, Parser};
+use course_tools::lesson_diff::{pages, tree};
 
-const USAGE: &str = "\
-lesson-diff: the diff between two lessons' src/ trees, and the book's diff pages
-
-Usage: lesson-diff [--root DIR] OLD NEW   print the unified diff, lesson OLD -> NEW
-       lesson-diff [--root DIR] --write   regenerate docs/src/generated/diffs/*.md
-       lesson-diff [--root DIR] --check   exit 1 if a generated page is stale
-
-Options:
-  --root DIR   the workspace root (default: the checkout around the current directory)
-  -h, --help   print this help
-
-Exit status: 0 on success, 1 when --check finds a stale page, 2 on an error.
-";
-
-/// What the command line asked for.
-#[derive(Debug, PartialEq)]
-enum Command {
-    /// Print the diff from lesson `.0` to lesson `.1`.
-    Print(u32, u32),
-    /// Regenerate the pages.
-    Write,
-    /// Check the pages are fresh.
-    Check,
-    /// Print the usage.
-    Help,
+/// The diff between two lessons' src/ trees, and the book's diff pages.
+///
+/// Exit status: 0 on success, 1 when --check finds a stale page, 2 on an error.
+#[derive(Parser, Debug)]
+#[command(group(ArgGroup::new("what").required(true).args(["lessons", "write", "check"])))]
+struct Cli {
+    /// Print the unified diff from lesson OLD to lesson NEW (`2 3` or `lesson2 lesson3`).
+    #[arg(num_args = 2, value_names = ["OLD", "NEW"], value_parser = lesson_number)]
+    lessons: Vec<u32>,
+    /// Regenerate docs/src/generated/diffs/*.md.
+    #[arg(long)]
+    write: bool,
+    /// Exit 1 if a generated page is stale.
+    #[arg(long)]
+    check: bool,
+    /// The workspace root (default: the checkout around the current directory).
+    #[arg(long)]
+    root: Option<PathBuf>,
 }
 
-/// The command and the workspace root, or a one-line usage error.
-fn parse(args: impl IntoIterator<Item = String>) -> Result<(Command, Option<PathBuf>), String> {
-    let mut root = None;
-    let mut numbers = Vec::new();
-    let mut command = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let set = |command: &mut Option<Command>, new: Command| match command {
-            Some(_) => Err("give one of OLD NEW, --write or --check".to_string()),
-            None => {
-                *command = Some(new);
-                Ok(())
-            }
-        };
-        match arg.as_str() {
-            "-h" | "--help" => return Ok((Command::Help, None)),
-            "--write" => set(&mut command, Command::Write)?,
-            "--check" => set(&mut command, Command::Check)?,
-            "--root" => {
-                let dir = args.next().ok_or("--root needs a directory")?;
-                root = Some(PathBuf::from(dir));
-            }
-            _ => {
-                let n = arg
-                    .strip_prefix("lesson")
-                    .unwrap_or(&arg)
-                    .parse::<u32>()
-                    .map_err(|_| format!("not a lesson number: {arg:?}"))?;
-                numbers.push(n);
-            }
-        }
-    }
-    let command = match (command, numbers.as_slice()) {
-        (Some(c), []) => c,
-        (None, &[old, new]) => Command::Print(old, new),
-        (None, []) => return Err("nothing to do".to_string()),
-        _ => return Err("give one of OLD NEW, --write or --check".to_string()),
-    };
-    Ok((command, root))
+/// `3` or `lesson3`.
+fn lesson_number(arg: &str) -> Result<u32, String> {
+    arg.strip_prefix("lesson")
+        .unwrap_or(arg)
+        .parse()
+        .map_err(|_| format!("not a lesson number: {arg:?}"))
 }
 
-fn run(command: Command, root: PathBuf) -> Result<ExitCode> {
-    match command {
-        Command::Help => print!("{USAGE}"),
-        Command::Print(old, new) => {
-            let lessons = tree::lessons(&root)?;
-            let old = tree::find(&lessons, old)?;
-            let new = tree::find(&lessons, new)?;
-            for file in tree::diff_lessons(&root, old, new, tree::Markers::Keep)? {
-                print!("{}", file.text);
-            }
+fn run(cli: &Cli, root: PathBuf) -> Result<ExitCode> {
+    if cli.write {
+        let report = pages::write(&root)?;
+        if report.is_empty() {
+            println!("lesson-diff: every page is up to date");
         }
-        Command::Write => {
-            let report = pages::write(&root)?;
-            if report.is_empty() {
-                println!("lesson-diff: every page is up to date");
-            }
-            for line in report {
-                println!("{line}");
-            }
+        for line in report {
+            println!("{line}");
         }
-        Command::Check => {
-            let problems = pages::check(&root)?;
-            if !problems.is_empty() {
-                for problem in &problems {
-                    eprintln!("lesson-diff: {problem}");
-                }
-                return Ok(ExitCode::from(1));
+    } else if cli.check {
+        let problems = pages::check(&root)?;
+        if !problems.is_empty() {
+            for problem in &problems {
+                eprintln!("lesson-diff: {problem}");
             }
-            println!("lesson-diff: the diff pages are up to date");
+            return Ok(ExitCode::from(1));
+        }
+        println!("lesson-diff: the diff pages are up to date");
+    } else if let [old, new] = cli.lessons[..] {
+        let lessons = tree::lessons(&root)?;
+        let old = tree::find(&lessons, old)?;
+        let new = tree::find(&lessons, new)?;
+        for file in tree::diff_lessons(&root, old, new, tree::Markers::Keep)? {
+            print!("{}", file.text);
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
-    let (command, root) = match parse(std::env::args().skip(1)) {
-        Ok(parsed) => parsed,
-        Err(message) => {
-            eprintln!("lesson-diff: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let root = match course_tools::workspace_root(root.as_deref()) {
+    let cli = Cli::parse();
+    let root = match course_tools::workspace_root(cli.root.as_deref()) {
         Ok(root) => root,
         Err(e) => {
             eprintln!("lesson-diff: {e:#}");
             return ExitCode::from(2);
         }
     };
-    match run(command, root.clone()).with_context(|| format!("in {}", root.display())) {
+    match run(&cli, root.clone()).with_context(|| format!("in {}", root.display())) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lesson-diff: {e:#}");
@@ -164,23 +104,17 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(line: &str) -> Vec<String> {
-        line.split_whitespace().map(String::from).collect()
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lesson-diff").chain(line.split_whitespace()))
     }
 
     #[test]
     fn the_command_line_parses() {
-        assert_eq!(parse(args("2 3")), Ok((Command::Print(2, 3), None)));
-        assert_eq!(
-            parse(args("lesson1 lesson2")),
-            Ok((Command::Print(1, 2), None))
-        );
-        assert_eq!(
-            parse(args("--root /w --check")),
-            Ok((Command::Check, Some(PathBuf::from("/w"))))
-        );
-        assert_eq!(parse(args("--write")), Ok((Command::Write, None)));
-        assert_eq!(parse(args("-h")), Ok((Command::Help, None)));
+        assert_eq!(parse("2 3").unwrap().lessons, [2, 3]);
+        assert_eq!(parse("lesson1 lesson2").unwrap().lessons, [1, 2]);
+        let check = parse("--root /w --check").unwrap();
+        assert!(check.check && check.root == Some(PathBuf::from("/w")));
+        assert!(parse("--write").unwrap().write);
         for bad in [
             "",
             "2",
@@ -190,7 +124,7 @@ mod tests {
             "two three",
             "--root",
         ] {
-            assert!(parse(args(bad)).is_err(), "{bad:?} should be an error");
+            assert!(parse(bad).is_err(), "{bad:?} should be an error");
         }
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::diff;
+use super::diff;
 
 /// Lines of context around each change, as `diff -u`.
 pub const CONTEXT: usize = 3;
@@ -199,8 +199,7 @@ pub fn diff_lessons(
         let (text, added, removed) =
             match (std::str::from_utf8(&before), std::str::from_utf8(&after)) {
                 (Ok(a), Ok(b)) => {
-                    let edits = diff::diff_lines(&diff::split_lines(a), &diff::split_lines(b));
-                    let (added, removed) = diff::counts(&edits);
+                    let (added, removed) = diff::counts(a, b);
                     (
                         diff::unified(&old_label, &new_label, a, b, CONTEXT),
                         added,

@@ -21,7 +21,7 @@ use std::sync::LazyLock;
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 
-use crate::tree::{self, FileDiff, Lesson, Status};
+use super::tree::{self, FileDiff, Lesson, Status};
 
 /// Where the pages go, relative to the workspace root.
 pub const DIFFS_DIR: &str = "docs/src/generated/diffs";
