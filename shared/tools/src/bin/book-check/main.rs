@@ -52,19 +52,6 @@ use regex::Regex;
 use course_tools::lesson_diff::pages;
 use includes::KNOWN_KINDS;
 
-const USAGE: &str = "\
-book-check: check the book's includes, anchors, links, summary and diff pages
-
-Usage: book-check [--root DIR]
-
-Options:
-  --root DIR   the workspace root, holding docs/ (default: the checkout
-               around the current directory)
-  -h, --help   print this help
-
-Exit status: 0 when the book is sound, 1 with a list of problems, 2 on an error.
-";
-
 /// One thing wrong with the book.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Problem {
@@ -100,7 +87,8 @@ struct Outcome {
     links: usize,
 }
 
-/// The two settings of `book.toml` that matter here.
+/// The two settings of `book.toml` that matter here, with mdBook's
+/// defaults (`src`, smart punctuation on).
 struct BookToml {
     /// `[book] src`: where the Markdown lives, relative to `docs/`.
     src: String,
@@ -109,31 +97,33 @@ struct BookToml {
     smart_punctuation: bool,
 }
 
-/// Reads the two settings, with mdBook's defaults (`src`, smart punctuation
-/// on). A line-based reading is enough for the flat keys involved.
-fn read_book_toml(text: &str) -> BookToml {
-    let mut toml = BookToml {
-        src: "src".to_string(),
-        smart_punctuation: true,
-    };
-    let mut section = String::new();
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = name.trim().to_string();
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim().trim_matches('"');
-        match (section.as_str(), key.trim()) {
-            ("book", "src") => toml.src = value.to_string(),
-            ("output.html", "smart-punctuation") => toml.smart_punctuation = value != "false",
-            _ => {}
-        }
+fn read_book_toml(text: &str) -> Result<BookToml> {
+    #[derive(serde::Deserialize, Default)]
+    struct File {
+        #[serde(default)]
+        book: Book,
+        #[serde(default)]
+        output: Output,
     }
-    toml
+    #[derive(serde::Deserialize, Default)]
+    struct Book {
+        src: Option<String>,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Output {
+        #[serde(default)]
+        html: Html,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Html {
+        #[serde(rename = "smart-punctuation")]
+        smart_punctuation: Option<bool>,
+    }
+    let file: File = toml::from_str(text).context("book.toml")?;
+    Ok(BookToml {
+        src: file.book.src.unwrap_or_else(|| "src".to_string()),
+        smart_punctuation: file.output.html.smart_punctuation.unwrap_or(true),
+    })
 }
 
 /// `path` with `.` and `..` folded away, without touching the disk (the
@@ -156,26 +146,9 @@ fn normalize(path: &Path) -> PathBuf {
 
 /// `%20` and friends in a link target, decoded.
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// A URL with a scheme (`https:`, `mailto:`) or a protocol-relative one:
@@ -186,19 +159,10 @@ static EXTERNAL: LazyLock<Regex> =
 /// The Markdown files under `dir`, sorted.
 fn markdown_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(folder) = todo.pop() {
-        for entry in
-            fs::read_dir(&folder).with_context(|| format!("cannot list {}", folder.display()))?
-        {
-            let path = entry
-                .with_context(|| format!("cannot list {}", folder.display()))?
-                .path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                out.push(path);
-            }
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "md") {
+            out.push(entry.into_path());
         }
     }
     out.sort();
@@ -402,7 +366,7 @@ fn check_book(root: &Path) -> Result<Outcome> {
     let toml_path = docs.join("book.toml");
     let toml_text = fs::read_to_string(&toml_path)
         .with_context(|| format!("cannot read {}", toml_path.display()))?;
-    let toml = read_book_toml(&toml_text);
+    let toml = read_book_toml(&toml_text)?;
     let src = normalize(&docs.join(&toml.src));
     let mut checker = Checker {
         root: &root,
@@ -479,28 +443,22 @@ fn check_book(root: &Path) -> Result<Outcome> {
     Ok(outcome)
 }
 
+/// Check the course book: every include, anchor, link and fragment, every
+/// page reachable, the generated diff pages fresh.
+///
+/// Run `mdbook build docs` first to see the book; this checks its sources.
+/// Exit status: 0 when the book is sound, 1 with a list of problems, 2 on
+/// an error.
+#[derive(clap::Parser)]
+struct Cli {
+    /// The workspace root, holding docs/ (default: the checkout around the
+    /// current directory).
+    #[arg(long)]
+    root: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
-    let mut root = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "--root" => match args.next() {
-                Some(dir) => root = Some(PathBuf::from(dir)),
-                None => {
-                    eprintln!("book-check: --root needs a directory\n\n{USAGE}");
-                    return ExitCode::from(2);
-                }
-            },
-            other => {
-                eprintln!("book-check: unexpected argument {other:?}\n\n{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-    }
+    let root = <Cli as clap::Parser>::parse().root;
     let root = match course_tools::workspace_root(root.as_deref()) {
         Ok(root) => root,
         Err(e) => {
@@ -768,10 +726,11 @@ mod tests {
     fn book_toml_settings_are_read() {
         let toml = read_book_toml(
             "[book]\nsrc = \"text\" # where\n[output.html]\nsmart-punctuation = false\n",
-        );
+        )
+        .unwrap();
         assert_eq!(toml.src, "text");
         assert!(!toml.smart_punctuation);
-        assert!(read_book_toml("[book]\n").smart_punctuation);
+        assert!(read_book_toml("[book]\n").unwrap().smart_punctuation);
     }
 
     #[test]
