@@ -13,6 +13,7 @@
 
 use std::fmt::Write as _;
 
+use shared::fixtures::static_files::html_escape;
 use trace_check::{Slice, TraceFile};
 
 /// The phases, in order, with their colours (the legend's order too).
@@ -87,7 +88,7 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
             body,
             r#"<text x="0" y="{}" class="title">{}</text>"#,
             y + 12.0,
-            escape(&style.title)
+            html_escape(&style.title)
         );
         y += 20.0;
     }
@@ -156,7 +157,7 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
                 r#"<text x="{:.1}" y="{:.1}" class="lane">{}</text>"#,
                 LABELS - 6.0,
                 top + bar_h.min(10.0),
-                escape(&label)
+                html_escape(&label)
             );
         }
     }
@@ -196,7 +197,7 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
         let _ = writeln!(
             body,
             r#"<g><title>{}&#10;{outcome}{extra}, {}</title>"#,
-            escape(&fetch.name),
+            html_escape(&fetch.name),
             duration(fetch.dur)
         );
         let _ = writeln!(
@@ -216,7 +217,7 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
                 r#"<rect x="{:.2}" y="{top:.1}" width="{:.2}" height="{bar_h:.1}" fill="{colour}"><title>{} — {} — {}</title></rect>"#,
                 x(phase.ts),
                 w(phase.dur),
-                escape(&fetch.name),
+                html_escape(&fetch.name),
                 phase.name,
                 duration(phase.dur)
             );
@@ -331,22 +332,6 @@ fn duration(us: f64) -> String {
     } else {
         format!("{us:.0} µs")
     }
-}
-
-/// Text for SVG: `&`, `<`, `>` and quotes escaped.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c if (c as u32) < 0x20 && c != '\n' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use shared::fixtures::static_files::html_escape;
 
 use crate::output::{self, bytes, thousands};
 use crate::Ctx;
@@ -173,12 +174,6 @@ fn tick_step(max: f64) -> f64 {
     nice * mag
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// Horizontal bars on one shared scale, with an optional marked value.
 fn bar_chart(
     title: &str,
@@ -215,7 +210,7 @@ fn bar_chart(
         "<rect width=\"{WIDTH}\" height=\"{height}\" fill=\"white\"/>\n\
          <text x=\"{}\" y=\"26\" font-size=\"15\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>",
         WIDTH / 2.0,
-        esc(title)
+        html_escape(title)
     );
 
     // Grid and axis labels.
@@ -227,7 +222,7 @@ fn bar_chart(
             "<line x1=\"{x:.1}\" y1=\"{plot_top}\" x2=\"{x:.1}\" y2=\"{plot_bottom}\" stroke=\"#e0e0e0\"/>\n\
              <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\">{}</text>",
             plot_bottom + 16.0,
-            esc(&tick_label((v * 1e6).round() / 1e6))
+            html_escape(&tick_label((v * 1e6).round() / 1e6))
         );
         v += step;
     }
@@ -239,7 +234,7 @@ fn bar_chart(
         BAR_X + BAR_MAX,
         BAR_X + BAR_MAX / 2.0,
         plot_bottom + 36.0,
-        esc(unit)
+        html_escape(unit)
     );
 
     let mut y = plot_top + 4.0;
@@ -249,7 +244,7 @@ fn bar_chart(
                 s,
                 "<text x=\"10\" y=\"{:.1}\" font-weight=\"bold\">{}</text>",
                 y + BAR_H - 4.0,
-                esc(&g.title)
+                html_escape(&g.title)
             );
             y += ROW;
         }
@@ -259,7 +254,7 @@ fn bar_chart(
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                 BAR_X - 8.0,
                 y + BAR_H - 5.0,
-                esc(&b.label)
+                html_escape(&b.label)
             );
             match b.value {
                 Some(v) => {
@@ -271,7 +266,7 @@ fn bar_chart(
                         b.colour,
                         BAR_X + w + 6.0,
                         y + BAR_H - 5.0,
-                        esc(&b.text)
+                        html_escape(&b.text)
                     );
                 }
                 None => {
@@ -280,7 +275,7 @@ fn bar_chart(
                         "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#c00\">{}</text>",
                         BAR_X + 6.0,
                         y + BAR_H - 5.0,
-                        esc(&b.text)
+                        html_escape(&b.text)
                     );
                 }
             }
@@ -298,7 +293,7 @@ fn bar_chart(
             plot_top - 8.0,
             x + 4.0,
             plot_top - 10.0,
-            esc(label)
+            html_escape(label)
         );
     }
     s.push_str("</svg>\n");
