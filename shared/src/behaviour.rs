@@ -624,25 +624,22 @@ pub struct ProgramRun {
 }
 
 impl ProgramRun {
+    /// The report, read back from what the program printed.
+    pub fn report(&self) -> crate::report::PrintedReport {
+        crate::report::PrintedReport::parse(&self.stdout)
+    }
+
     /// The number on the report's `achieved concurrency = K` line.
     pub fn achieved_concurrency(&self) -> usize {
-        self.stdout
-            .lines()
-            .find_map(|l| l.split("achieved concurrency = ").nth(1))
-            .and_then(|k| k.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no achieved concurrency line in:\n{}", self.stdout))
+        let concurrency = self.report().concurrency;
+        let concurrency = concurrency
+            .unwrap_or_else(|| panic!("no achieved concurrency line in:\n{}", self.stdout));
+        concurrency as usize
     }
 
     /// The URLs of the report's lines.
     pub fn urls(&self) -> BTreeSet<String> {
-        self.stdout
-            .lines()
-            .skip_while(|l| *l != "*** Report ***")
-            .skip(1)
-            .take_while(|l| !l.starts_with("Finished "))
-            .filter_map(|l| l.split(' ').next())
-            .map(str::to_string)
-            .collect()
+        self.report().urls.into_iter().collect()
     }
 }
 

@@ -17,9 +17,10 @@ use std::time::Duration;
 use anyhow::Result;
 use shared::fixtures::server::{Request, Route, ServerOptions, TestServer};
 
-use crate::output::{self, secs, thousands, Report};
+use crate::output::{self, secs, thousands};
 use crate::procs::{self, Running};
 use crate::{Ctx, Opts};
+use shared::report::PrintedReport as Report;
 
 /// The descriptor limit of the spec's target.
 const LIMIT: usize = 1024;

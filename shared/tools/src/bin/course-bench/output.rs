@@ -2,107 +2,13 @@
 //! file carries (date, machine, exact command), Markdown and TSV files, and
 //! the small number formats the tables use.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
 use crate::Ctx;
-
-/// What the bench needs from a lesson's report (the spec's Output section).
-#[derive(Debug, Default, Clone)]
-pub struct Report {
-    /// The URL of every report line, in order.
-    pub urls: Vec<String>,
-    /// The stats table: key → count (`html`, `fail_timeout`, ...).
-    pub stats: BTreeMap<String, u64>,
-    /// `Todo: n`.
-    pub todo: Option<u64>,
-    /// `Done: n`.
-    pub done: Option<u64>,
-    /// `achieved concurrency = K` on the last line.
-    pub concurrency: Option<u64>,
-    /// The crawl's own time, from its last line.
-    pub secs: Option<f64>,
-}
-
-impl Report {
-    /// Parse stdout. Unknown lines are ignored; a missing part stays `None`,
-    /// and the caller decides whether that makes the crawl wrong.
-    pub fn parse(stdout: &str) -> Report {
-        let mut r = Report::default();
-        let mut in_lines = false;
-        for line in stdout.lines() {
-            if line == "*** Report ***" {
-                in_lines = true;
-                continue;
-            }
-            if line.starts_with("Finished ") {
-                in_lines = false;
-                continue;
-            }
-            if in_lines {
-                if let Some(url) = line.split(' ').next() {
-                    r.urls.push(url.to_string());
-                }
-                continue;
-            }
-            if let Some(v) = line.strip_prefix("Todo: ") {
-                r.todo = v.trim().parse().ok();
-            } else if let Some(v) = line.strip_prefix("Done: ") {
-                r.done = v.trim().parse().ok();
-            } else if let Some((head, k)) = line.split_once(", achieved concurrency = ") {
-                r.concurrency = k.trim().parse().ok();
-                // "<N> URLs fetched in <secs> seconds"
-                r.secs = head
-                    .split_once(" fetched in ")
-                    .and_then(|(_, s)| s.strip_suffix(" seconds"))
-                    .and_then(|s| s.trim().parse().ok());
-            } else {
-                // "%10d key"
-                let mut parts = line.split_whitespace();
-                if let (Some(n), Some(key), None) = (parts.next(), parts.next(), parts.next()) {
-                    if let Ok(n) = n.parse::<u64>() {
-                        r.stats.insert(key.to_string(), n);
-                    }
-                }
-            }
-        }
-        r
-    }
-
-    /// A stats count, 0 when absent (the report omits zero lines).
-    pub fn stat(&self, key: &str) -> u64 {
-        self.stats.get(key).copied().unwrap_or(0)
-    }
-
-    /// Why this report is not the expected crawl, or `None` if it is: the
-    /// `Done` count, a complete crawl (`Todo: 0`) and the exact URL set.
-    pub fn mismatch(&self, expected: &BTreeSet<String>) -> Option<String> {
-        let Some(done) = self.done else {
-            return Some("no report (no Done: line)".to_string());
-        };
-        if done != expected.len() as u64 {
-            return Some(format!("Done: {done}, expected {}", expected.len()));
-        }
-        if self.todo != Some(0) {
-            return Some(format!("Todo: {:?}, expected 0", self.todo));
-        }
-        let got: BTreeSet<&str> = self.urls.iter().map(String::as_str).collect();
-        let missing: Vec<&String> = expected
-            .iter()
-            .filter(|u| !got.contains(u.as_str()))
-            .collect();
-        if let Some(first) = missing.first() {
-            return Some(format!(
-                "{} expected URLs missing from the report, e.g. {first}",
-                missing.len()
-            ));
-        }
-        None
-    }
-}
 
 /// The median of some durations (the mean of the middle two for an even
 /// count). `None` for none.
@@ -293,35 +199,6 @@ pub fn read_tsv(path: &Path) -> Result<Vec<BTreeMap<String, String>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const REPORT: &str = "*** Report ***\n\
-        http://a/ 200 text/html utf-8 10 1/1\n\
-        http://a/b 404 - - 0\n\
-        Finished 2 urls in 0.010 secs (max_tasks=4) (50.000 urls/sec/task)\n\
-        \x20        1 error\n\
-        \x20        1 html\n\
-        \x20       10 html_bytes\n\
-        \x20        1 status_404\n\
-        Todo: 0\n\
-        Done: 2\n\
-        2 URLs fetched in 0.0 seconds, achieved concurrency = 1\n";
-
-    #[test]
-    fn parses_the_spec_report() {
-        let r = Report::parse(REPORT);
-        assert_eq!(r.urls, ["http://a/", "http://a/b"]);
-        assert_eq!(r.done, Some(2));
-        assert_eq!(r.todo, Some(0));
-        assert_eq!(r.concurrency, Some(1));
-        assert_eq!(r.secs, Some(0.0));
-        assert_eq!(r.stat("html_bytes"), 10);
-        assert_eq!(r.stat("fail"), 0);
-        let expected: BTreeSet<String> = ["http://a/", "http://a/b"].map(String::from).into();
-        assert_eq!(r.mismatch(&expected), None);
-        let other: BTreeSet<String> = ["http://a/", "http://a/c"].map(String::from).into();
-        assert!(r.mismatch(&other).unwrap().contains("http://a/c"));
-        assert!(Report::parse("").mismatch(&expected).is_some());
-    }
 
     #[test]
     fn number_formats() {

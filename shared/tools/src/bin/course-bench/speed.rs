@@ -16,10 +16,11 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use shared::fixtures::sitegen::{generate, GeneratedSite, SiteSpec};
 
-use crate::output::{self, median, secs, thousands, Report};
+use crate::output::{self, median, secs, thousands};
 use crate::procs::{self, Running};
 use crate::servers::{self, Kind, Server};
 use crate::{baseline, Ctx, Opts};
+use shared::report::PrintedReport as Report;
 
 /// The options of one `speed` invocation.
 #[derive(Debug, Clone)]
