@@ -271,7 +271,7 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
     y = base + 4.0;
 
     // The time axis.
-    let step = tick_step(span_ms);
+    let step = tick_step(span_ms, 6.0);
     let _ = writeln!(
         body,
         r##"<line x1="{LABELS}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#444"/>"##,
@@ -302,9 +302,13 @@ pub fn svg(trace: &TraceFile, style: &Style) -> String {
     )
 }
 
-/// A round step for about six ticks across `span_ms`.
-fn tick_step(span_ms: f64) -> f64 {
-    let rough = span_ms / 6.0;
+/// A round step (1, 2 or 5 × 10^k) that cuts `0..span` into about `parts`
+/// parts: the ticks of the timelines and of the benchmark charts.
+pub fn tick_step(span: f64, parts: f64) -> f64 {
+    if span <= 0.0 || !span.is_finite() {
+        return 1.0;
+    }
+    let rough = span / parts;
     let magnitude = 10f64.powf(rough.log10().floor());
     [1.0, 2.0, 5.0, 10.0]
         .iter()
@@ -369,9 +373,9 @@ mod tests {
 
     #[test]
     fn ticks_are_round() {
-        assert_eq!(tick_step(600.0), 100.0);
-        assert_eq!(tick_step(1500.0), 500.0);
-        assert_eq!(tick_step(7.0), 2.0);
+        assert_eq!(tick_step(600.0, 6.0), 100.0);
+        assert_eq!(tick_step(1500.0, 6.0), 500.0);
+        assert_eq!(tick_step(7.0, 6.0), 2.0);
         assert_eq!(tick_label(1500.0, 500.0), "1.5 s");
         assert_eq!(tick_label(250.0, 50.0), "250 ms");
     }

@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
 
+use shared::fixtures::sitegen::Rng;
 use shared::links::{extract_hrefs, extract_links};
 use url::Url;
 
@@ -27,28 +28,6 @@ const TARGET_BYTES: usize = 1_000_000;
 /// Timed runs per function; the median is reported, so one run disturbed by
 /// another process on a shared machine does not move the figure.
 const RUNS: usize = 51;
-
-/// A small deterministic generator (xorshift64*): the same page every run,
-/// without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A number in `0..n`.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
 
 const WORDS: &[&str] = &[
     "the",
@@ -231,7 +210,7 @@ fn nav(out: &mut String) {
 
 /// About `target` bytes of documentation HTML.
 fn generate_page(target: usize) -> String {
-    let mut rng = Rng(0x5EED_1234_ABCD_0042);
+    let mut rng = Rng::new(0x5EED_1234_ABCD_0042);
     let mut out = String::with_capacity(target + 4096);
     out.push_str(concat!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use course_tools::timeline::tick_step;
 use shared::fixtures::static_files::html_escape;
 
 use crate::output::{self, bytes, thousands};
@@ -154,26 +155,6 @@ fn write(path: &Path, svg: &str) -> Result<()> {
     Ok(())
 }
 
-/// A step of 1, 2 or 5 × 10^k that cuts `0..max` into about five parts.
-fn tick_step(max: f64) -> f64 {
-    if max <= 0.0 {
-        return 1.0;
-    }
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let norm = raw / mag;
-    let nice = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * mag
-}
-
 /// Horizontal bars on one shared scale, with an optional marked value.
 fn bar_chart(
     title: &str,
@@ -187,7 +168,7 @@ fn bar_chart(
         .flat_map(|g| g.bars.iter().filter_map(|b| b.value))
         .chain(mark.map(|m| m.0))
         .fold(0.0f64, f64::max);
-    let step = tick_step(max_value);
+    let step = tick_step(max_value, 5.0);
     let top = (max_value / step).ceil().max(1.0) * step;
     let x_of = |v: f64| BAR_X + BAR_MAX * (v / top);
 
@@ -306,10 +287,10 @@ mod tests {
 
     #[test]
     fn ticks_are_round() {
-        assert_eq!(tick_step(10.0), 2.0);
-        assert_eq!(tick_step(3.2), 1.0);
-        assert_eq!(tick_step(24_000.0), 5_000.0);
-        assert_eq!(tick_step(0.0), 1.0);
+        assert_eq!(tick_step(10.0, 5.0), 2.0);
+        assert_eq!(tick_step(3.2, 5.0), 1.0);
+        assert_eq!(tick_step(24_000.0, 5.0), 5_000.0);
+        assert_eq!(tick_step(0.0, 5.0), 1.0);
     }
 
     #[test]

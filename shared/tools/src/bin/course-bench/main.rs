@@ -84,10 +84,6 @@ Results go to DOCS/generated/bench/*.md (included by the comparison
 chapter), *.tsv (read by `chart`), and DOCS/img/*.svg.
 ";
 
-/// Set in the environment of the copy of this program that was started
-/// again under a higher descriptor limit, so it does not try a second time.
-const REEXEC_ENV: &str = "COURSE_BENCH_RAISED_NOFILE";
-
 /// The descriptor limit the bench and its children ask for: the memory
 /// benchmark holds 10,000 sockets on each side, plus the files it reads.
 pub const WANTED_NOFILE: usize = 65_536;
@@ -227,39 +223,26 @@ impl Opts {
     }
 }
 
-/// The hard limit on open files, from `/proc/self/limits` (no libc here).
+/// The hard limit on open files (`getrlimit`, through the `rlimit` crate).
 fn hard_nofile() -> Option<usize> {
-    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    // "Max open files  SOFT  HARD  files"
-    match fields.get(4) {
-        Some(&"unlimited") => Some(usize::MAX),
-        Some(v) => v.parse().ok(),
-        None => None,
-    }
+    let (_, hard) = rlimit::Resource::NOFILE.get().ok()?;
+    Some(usize::try_from(hard).unwrap_or(usize::MAX))
 }
 
 /// The memory benchmark's in-process server holds one socket per fetch in
-/// flight, so this process needs a high descriptor limit, and Rust has no
-/// safe `setrlimit`. If the soft limit is low, start this same program again
-/// through `sh -c 'ulimit -n N && exec ...'` and let it take over the
-/// process (`exec` replaces us; it returns only on failure).
+/// flight, so this process needs a high descriptor limit: raise the soft
+/// limit to `target` (at most the hard limit), which the children inherit.
 fn raise_own_limit(target: usize) -> Result<()> {
-    let soft = shared::net::open_files_limit().unwrap_or(usize::MAX);
-    if soft >= target || std::env::var_os(REEXEC_ENV).is_some() {
-        return Ok(());
+    let (soft, hard) = rlimit::Resource::NOFILE
+        .get()
+        .context("reading the open-files limit")?;
+    let target = (target as u64).min(hard);
+    if soft < target {
+        rlimit::Resource::NOFILE
+            .set(target, hard)
+            .with_context(|| format!("raising the open-files limit to {target}"))?;
     }
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().context("finding this program to restart it")?;
-    let err = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -n {target} && exec \"$0\" \"$@\""))
-        .arg(exe)
-        .args(std::env::args_os().skip(1))
-        .env(REEXEC_ENV, "1")
-        .exec();
-    bail!("could not restart under ulimit -n {target}: {err}")
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -384,5 +367,18 @@ fn run() -> Result<()> {
             Ok(())
         }
         other => bail!("unknown command {other:?} (see --help)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_own_limit_is_raised_up_to_the_hard_limit() {
+        let hard = hard_nofile().expect("a hard limit");
+        raise_own_limit(WANTED_NOFILE).unwrap();
+        let soft = shared::net::open_files_limit().expect("a soft limit");
+        assert!(soft >= hard.min(WANTED_NOFILE));
     }
 }
