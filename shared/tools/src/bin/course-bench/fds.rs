@@ -19,7 +19,7 @@ use shared::fixtures::server::{Request, Route, ServerOptions, TestServer};
 
 use crate::output::{self, secs, thousands};
 use crate::procs::{self, Running};
-use crate::{Ctx, Opts};
+use crate::Ctx;
 use shared::report::PrintedReport as Report;
 
 /// The descriptor limit of the spec's target.
@@ -29,10 +29,19 @@ const PAGE_DELAY: Duration = Duration::from_millis(50);
 /// A crawl that takes longer than this is reported as not finishing.
 const CRAWL_TIMEOUT: Duration = Duration::from_secs(300);
 
-pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
-    let links = opts.number("links", 10_000, 1)?;
-    let lessons = opts.lessons(&[2, 3])?;
-    opts.finish()?;
+/// Lessons 2 and 3 crawl a page of N links under `ulimit -n 1024`.
+#[derive(Debug, clap::Parser)]
+pub struct Args {
+    /// Links on the page.
+    #[arg(long, default_value_t = 10_000, value_parser = crate::at_least(1))]
+    links: usize,
+    #[command(flatten)]
+    lessons: crate::Lessons,
+}
+
+pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
+    let links = args.links;
+    let lessons = args.lessons.list(&[2, 3]);
 
     eprintln!("fds: finding the binaries");
     let (binaries, missing) = procs::lesson_binaries(ctx, &lessons);

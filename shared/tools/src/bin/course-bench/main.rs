@@ -51,39 +51,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-const USAGE: &str = "\
-course-bench: measure the four lesson crawlers (speed, memory, descriptors)
-
-Usage: course-bench [GLOBAL OPTIONS] COMMAND [OPTIONS]
-
-Commands:
-  speed    whole crawls of a generated site vs a keep-alive fetch baseline
-             --pages N (10000)  --page-bytes B (16384)  --runs R (5)
-             --concurrency C (100)  --server fixture|nginx|both (both)
-             --lessons 1,2,3,4  --crawl-timeout SECS (600)
-  memory   user-space RSS per fetch in flight against a server that stalls
-             --fetches N (10000)  --lessons 1,2,3,4
-  fds      lessons 2 and 3 crawl a page of N links under ulimit -n 1024
-             --links N (10000)  --lessons 2,3
-  chart    draw docs/src/img/speed.svg and memory.svg from the results
-  timelines  each lesson crawls one slow site with --trace; draw the traces
-             --sections S (10)  --pages P (5)  --delay-ms D (100)
-  all      speed (both servers), memory, fds, chart, timelines, with the defaults
-
-Global options:
-  --root DIR     the course checkout (default: the one around the current
-                 directory)
-  --bin-dir DIR  where lesson1..lesson4 and serve are (default: the
-                 workspace's target/release, built first with cargo)
-  --no-build     do not run cargo build; use what is in --bin-dir
-  --docs DIR     the mdBook source folder to write results into
-                 (default: the workspace's docs/src)
-  -h, --help     print this help
-
-Results go to DOCS/generated/bench/*.md (included by the comparison
-chapter), *.tsv (read by `chart`), and DOCS/img/*.svg.
-";
-
 /// The descriptor limit the bench and its children ask for: the memory
 /// benchmark holds 10,000 sockets on each side, plus the files it reads.
 pub const WANTED_NOFILE: usize = 65_536;
@@ -135,92 +102,78 @@ impl Ctx {
     }
 }
 
-/// A tiny option reader: `--name value` and `--name=value`, flags, and an
-/// error for anything left over, so a typo is not silently ignored.
-#[derive(Debug)]
-pub struct Opts {
-    /// The arguments not yet taken.
-    rest: Vec<String>,
+/// `--lessons 1,3`: which lessons to measure.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Lessons {
+    /// Which lessons, by number, separated by commas (default: every lesson
+    /// the command measures).
+    #[arg(long = "lessons", value_name = "N,N", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(1..=4))]
+    numbers: Vec<u8>,
 }
 
-impl Opts {
-    pub fn new(rest: Vec<String>) -> Opts {
-        Opts { rest }
-    }
-
-    /// The value of `--name` (either spelling), removed from the list.
-    pub fn value(&mut self, name: &str) -> Result<Option<String>> {
-        let flag = format!("--{name}");
-        let inline = format!("--{name}=");
-        let mut i = 0;
-        while i < self.rest.len() {
-            if self.rest[i] == flag {
-                if i + 1 >= self.rest.len() {
-                    bail!("{flag} needs a value");
-                }
-                let v = self.rest.remove(i + 1);
-                self.rest.remove(i);
-                return Ok(Some(v));
-            }
-            if let Some(v) = self.rest[i].strip_prefix(&inline) {
-                let v = v.to_string();
-                self.rest.remove(i);
-                return Ok(Some(v));
-            }
-            i += 1;
-        }
-        Ok(None)
-    }
-
-    /// A number option with a default; must be at least `min`.
-    pub fn number(&mut self, name: &str, default: usize, min: usize) -> Result<usize> {
-        match self.value(name)? {
-            None => Ok(default),
-            Some(v) => match v.parse::<usize>() {
-                Ok(n) if n >= min => Ok(n),
-                _ => bail!("--{name} needs a whole number >= {min}, not {v:?}"),
-            },
-        }
-    }
-
-    /// `--lessons 1,3` → `[1, 3]`.
-    pub fn lessons(&mut self, default: &[u8]) -> Result<Vec<u8>> {
-        let Some(v) = self.value("lessons")? else {
-            return Ok(default.to_vec());
+impl Lessons {
+    /// The lessons asked for, sorted, each once; `default` if none.
+    pub fn list(&self, default: &[u8]) -> Vec<u8> {
+        let mut out = if self.numbers.is_empty() {
+            default.to_vec()
+        } else {
+            self.numbers.clone()
         };
-        let mut out = Vec::new();
-        for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            match part.parse::<u8>() {
-                Ok(n @ 1..=4) if !out.contains(&n) => out.push(n),
-                _ => bail!("--lessons takes numbers 1 to 4 separated by commas, not {v:?}"),
-            }
-        }
-        if out.is_empty() {
-            bail!("--lessons needs at least one lesson");
-        }
         out.sort_unstable();
-        Ok(out)
+        out.dedup();
+        out
     }
+}
 
-    /// Whether the flag `--name` is present (removed if so).
-    pub fn flag(&mut self, name: &str) -> bool {
-        let flag = format!("--{name}");
-        match self.rest.iter().position(|a| *a == flag) {
-            Some(i) => {
-                self.rest.remove(i);
-                true
-            }
-            None => false,
-        }
+/// A whole-number option that must be at least `min`.
+pub fn at_least(
+    min: usize,
+) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |text: &str| match text.parse::<usize>() {
+        Ok(n) if n >= min => Ok(n),
+        _ => Err(format!("needs a whole number >= {min}")),
     }
+}
 
-    /// Fail on anything not taken.
-    pub fn finish(self) -> Result<()> {
-        match self.rest.first() {
-            Some(extra) => bail!("unexpected argument {extra:?} (see --help)"),
-            None => Ok(()),
-        }
-    }
+/// Measure the four lesson crawlers: speed, memory, descriptors.
+#[derive(Debug, clap::Parser)]
+#[command(
+    after_help = "Results go to DOCS/generated/bench/*.md (included by the comparison \
+chapter), *.tsv (read by `chart`), and DOCS/img/*.svg."
+)]
+struct Cli {
+    /// The course checkout (default: the one around the current directory).
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Where lesson1..lesson4 and serve are (default: the workspace's
+    /// target/release, built first with cargo).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// Do not run cargo build; use what is in --bin-dir.
+    #[arg(long)]
+    no_build: bool,
+    /// The mdBook source folder to write results into (default: the
+    /// workspace's docs/src).
+    #[arg(long)]
+    docs: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Whole crawls of a generated site vs a keep-alive fetch baseline.
+    Speed(speed::Args),
+    /// User-space RSS per fetch in flight against a server that stalls.
+    Memory(memory::Args),
+    /// Lessons 2 and 3 crawl a page of N links under ulimit -n 1024.
+    Fds(fds::Args),
+    /// Draw docs/src/img/speed.svg and memory.svg from the results.
+    Chart,
+    /// Each lesson crawls one slow site with --trace; draw the traces.
+    Timelines(timelines::Args),
+    /// Speed (both servers), memory, fds, chart, timelines, with the defaults.
+    All,
 }
 
 /// The hard limit on open files (`getrlimit`, through the `rlimit` crate).
@@ -256,62 +209,34 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.is_empty() || args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{USAGE}");
-        return Ok(());
-    }
-
-    // Global options come before the command.
-    let mut root: Option<PathBuf> = None;
-    let mut bin_dir: Option<PathBuf> = None;
-    let mut docs: Option<PathBuf> = None;
-    let mut build = true;
+    let cli = <Cli as clap::Parser>::parse();
+    let Cli {
+        root,
+        bin_dir,
+        no_build,
+        docs,
+        command,
+    } = cli;
+    // Repeated in the "exact command" lines of the results.
     let mut global_args = Vec::new();
-    let mut i = 0;
-    while i < args.len() && args[i].starts_with("--") {
-        let (name, inline) = match args[i].split_once('=') {
-            Some((n, v)) => (n.to_string(), Some(v.to_string())),
-            None => (args[i].clone(), None),
-        };
-        let value = |i: &mut usize| -> Result<String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            *i += 1;
-            args.get(*i)
-                .cloned()
-                .with_context(|| format!("{name} needs a value"))
-        };
-        match name.as_str() {
-            "--bin-dir" => {
-                let v = value(&mut i)?;
-                global_args.push(format!("--bin-dir {v}"));
-                bin_dir = Some(PathBuf::from(v));
-            }
-            "--docs" => {
-                let v = value(&mut i)?;
-                global_args.push(format!("--docs {v}"));
-                docs = Some(PathBuf::from(v));
-            }
-            "--root" => root = Some(PathBuf::from(value(&mut i)?)),
-            "--no-build" => {
-                global_args.push(name.clone());
-                build = false;
-            }
-            _ => bail!("unknown global option {name:?} (see --help)"),
-        }
-        i += 1;
+    if let Some(dir) = &bin_dir {
+        global_args.push(format!("--bin-dir {}", dir.display()));
     }
-    let Some(command) = args.get(i).cloned() else {
-        bail!("missing COMMAND (see --help)");
-    };
+    if let Some(dir) = &docs {
+        global_args.push(format!("--docs {}", dir.display()));
+    }
+    if no_build {
+        global_args.push("--no-build".to_string());
+    }
+    let build = !no_build;
     let workspace = course_tools::workspace_root(root.as_deref())?;
-    let opts = Opts::new(args[i + 1..].to_vec());
 
     let hard = hard_nofile().unwrap_or(WANTED_NOFILE);
     let child_nofile = hard.min(WANTED_NOFILE);
-    if matches!(command.as_str(), "speed" | "memory" | "fds" | "all") {
+    if matches!(
+        command,
+        Command::Speed(_) | Command::Memory(_) | Command::Fds(_) | Command::All
+    ) {
         raise_own_limit(child_nofile)?;
     }
 
@@ -332,26 +257,26 @@ fn run() -> Result<()> {
         child_nofile,
     };
 
-    match command.as_str() {
-        "speed" => speed::command(&ctx, opts),
-        "memory" => memory::command(&ctx, opts),
-        "fds" => fds::command(&ctx, opts),
-        "timelines" => timelines::command(&ctx, opts),
-        "chart" => {
-            opts.finish()?;
-            chart::draw(&ctx)
-        }
-        "all" => {
-            opts.finish()?;
-            // One part failing (say, nginx will not start) does not stop
-            // the others; the failures are listed at the end.
+    match command {
+        Command::Speed(args) => speed::command(&ctx, args),
+        Command::Memory(args) => memory::command(&ctx, args),
+        Command::Fds(args) => fds::command(&ctx, args),
+        Command::Timelines(args) => timelines::command(&ctx, args),
+        Command::Chart => chart::draw(&ctx),
+        Command::All => {
+            // Each part with its defaults. One part failing (say, nginx
+            // will not start) does not stop the others; the failures are
+            // listed at the end.
+            fn defaults<A: clap::Parser>(name: &str) -> A {
+                A::parse_from([name])
+            }
             let parts: [(&str, &dyn Fn() -> Result<()>); 5] = [
-                ("speed", &|| speed::command(&ctx, Opts::new(Vec::new()))),
-                ("memory", &|| memory::command(&ctx, Opts::new(Vec::new()))),
-                ("fds", &|| fds::command(&ctx, Opts::new(Vec::new()))),
+                ("speed", &|| speed::command(&ctx, defaults("speed"))),
+                ("memory", &|| memory::command(&ctx, defaults("memory"))),
+                ("fds", &|| fds::command(&ctx, defaults("fds"))),
                 ("chart", &|| chart::draw(&ctx)),
                 ("timelines", &|| {
-                    timelines::command(&ctx, Opts::new(Vec::new()))
+                    timelines::command(&ctx, defaults("timelines"))
                 }),
             ];
             let mut failed = Vec::new();
@@ -366,13 +291,41 @@ fn run() -> Result<()> {
             }
             Ok(())
         }
-        other => bail!("unknown command {other:?} (see --help)"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        <Cli as clap::Parser>::try_parse_from(
+            std::iter::once("course-bench").chain(line.split_whitespace()),
+        )
+    }
+
+    #[test]
+    fn the_command_line_parses_with_its_defaults_and_limits() {
+        let cli = parse("--no-build --docs /d speed --server nginx --lessons 4,1,4").unwrap();
+        assert!(cli.no_build && cli.docs == Some(PathBuf::from("/d")));
+        let Command::Speed(args) = cli.command else {
+            panic!("not speed")
+        };
+        assert_eq!(args.lessons_asked(), [1, 4]);
+        let Command::Memory(_) = parse("memory").unwrap().command else {
+            panic!("not memory")
+        };
+        for bad in [
+            "",
+            "speed --runs 0",
+            "speed --lessons 5",
+            "fds --links x",
+            "speed extra",
+            "memory --fetches 1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} should be an error");
+        }
+    }
 
     #[test]
     fn the_own_limit_is_raised_up_to_the_hard_limit() {

@@ -34,7 +34,7 @@ use shared::fixtures::server::{Request, Route, ServerOptions, TestServer};
 
 use crate::output::{self, bytes, thousands};
 use crate::procs::{self, proc_status, ProcStatus, Running};
-use crate::{Ctx, Opts};
+use crate::Ctx;
 
 /// How long to wait for all N fetches to reach the server.
 const REACH_TIMEOUT: Duration = Duration::from_secs(150);
@@ -43,10 +43,19 @@ const REACH_TIMEOUT: Duration = Duration::from_secs(150);
 /// the kernel's SYN retry, so this is well above that.)
 const STUCK_AFTER: Duration = Duration::from_secs(30);
 
-pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
-    let fetches = opts.number("fetches", 10_000, 2)?;
-    let lessons = opts.lessons(&[1, 2, 3, 4])?;
-    opts.finish()?;
+/// User-space RSS per fetch in flight, against a server that never answers.
+#[derive(Debug, clap::Parser)]
+pub struct Args {
+    /// Fetches in flight at once.
+    #[arg(long, default_value_t = 10_000, value_parser = crate::at_least(2))]
+    fetches: usize,
+    #[command(flatten)]
+    lessons: crate::Lessons,
+}
+
+pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
+    let fetches = args.fetches;
+    let lessons = args.lessons.list(&[1, 2, 3, 4]);
 
     eprintln!("memory: finding the binaries");
     let (binaries, missing) = procs::lesson_binaries(ctx, &lessons);

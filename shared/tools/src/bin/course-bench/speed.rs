@@ -13,13 +13,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use shared::fixtures::sitegen::{generate, GeneratedSite, SiteSpec};
 
 use crate::output::{self, median, secs, thousands};
 use crate::procs::{self, Running};
 use crate::servers::{self, Kind, Server};
-use crate::{baseline, Ctx, Opts};
+use crate::{baseline, Ctx};
 use shared::report::PrintedReport as Report;
 
 /// The options of one `speed` invocation.
@@ -45,20 +45,66 @@ struct Spec {
 pub const DEFAULT_PAGES: usize = 10_000;
 pub const DEFAULT_PAGE_BYTES: usize = 16_384;
 
-pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
-    let pages = opts.number("pages", DEFAULT_PAGES, 1)?;
-    let page_bytes = opts.number("page-bytes", DEFAULT_PAGE_BYTES, 0)?;
-    let runs = opts.number("runs", 5, 1)?;
-    let concurrency = opts.number("concurrency", 100, 1)?;
-    let servers = match opts.value("server")?.as_deref() {
-        None | Some("both") => vec![Kind::Fixture, Kind::Nginx],
-        Some("fixture") => vec![Kind::Fixture],
-        Some("nginx") => vec![Kind::Nginx],
-        Some(other) => bail!("--server takes fixture, nginx or both, not {other:?}"),
+/// Which servers `speed` crawls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Servers {
+    /// The course's own `serve`.
+    Fixture,
+    /// nginx (`apt-get install nginx-light`).
+    Nginx,
+    /// Both, one after the other.
+    Both,
+}
+
+/// Whole crawls of a generated site against a keep-alive fetch baseline.
+#[derive(Debug, clap::Parser)]
+pub struct Args {
+    /// HTML pages in the generated site.
+    #[arg(long, default_value_t = DEFAULT_PAGES, value_parser = crate::at_least(1))]
+    pages: usize,
+    /// The size each page is padded to, in bytes.
+    #[arg(long, default_value_t = DEFAULT_PAGE_BYTES)]
+    page_bytes: usize,
+    /// Rounds; each contender runs once per round, and medians are reported.
+    #[arg(long, default_value_t = 5, value_parser = crate::at_least(1))]
+    runs: usize,
+    /// The baseline's connections, lesson 1's threads, lesson 4's tasks.
+    #[arg(long, default_value_t = 100, value_parser = crate::at_least(1))]
+    concurrency: usize,
+    /// Which server to crawl.
+    #[arg(long, value_enum, default_value_t = Servers::Both)]
+    server: Servers,
+    #[command(flatten)]
+    lessons: crate::Lessons,
+    /// A crawl still running after this many seconds is killed and reported.
+    #[arg(long, default_value_t = 600, value_parser = crate::at_least(1))]
+    crawl_timeout: usize,
+}
+
+impl Args {
+    /// The lessons this run measures.
+    pub fn lessons_asked(&self) -> Vec<u8> {
+        self.lessons.list(&[1, 2, 3, 4])
+    }
+}
+
+pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
+    let lessons = args.lessons_asked();
+    let Args {
+        pages,
+        page_bytes,
+        runs,
+        concurrency,
+        server,
+        crawl_timeout,
+        ..
+    } = args;
+    let servers = match server {
+        Servers::Both => vec![Kind::Fixture, Kind::Nginx],
+        Servers::Fixture => vec![Kind::Fixture],
+        Servers::Nginx => vec![Kind::Nginx],
     };
-    let lessons = opts.lessons(&[1, 2, 3, 4])?;
-    let crawl_timeout = Duration::from_secs(opts.number("crawl-timeout", 600, 1)? as u64);
-    opts.finish()?;
+    let crawl_timeout = Duration::from_secs(crawl_timeout as u64);
     let spec = Spec {
         pages,
         page_bytes,

@@ -26,7 +26,7 @@ use trace_check::{Slice, TraceFile};
 
 use crate::output;
 use crate::procs;
-use crate::{Ctx, Opts};
+use crate::Ctx;
 
 /// Each lesson's own knob for the pictures.
 fn lesson_args(n: u8) -> &'static [&'static str] {
@@ -37,11 +37,26 @@ fn lesson_args(n: u8) -> &'static [&'static str] {
     }
 }
 
-pub fn command(ctx: &Ctx, mut opts: Opts) -> Result<()> {
-    let sections = opts.number("sections", 10, 1)?;
-    let pages = opts.number("pages", 5, 0)?;
-    let delay_ms = opts.number("delay-ms", 100, 0)?;
-    opts.finish()?;
+/// Each lesson crawls one slow site with `--trace`; the traces are drawn.
+#[derive(Debug, clap::Parser)]
+pub struct Args {
+    /// Sections linked from the root.
+    #[arg(long, default_value_t = 10, value_parser = crate::at_least(1))]
+    sections: usize,
+    /// Pages in each section.
+    #[arg(long, default_value_t = 5)]
+    pages: usize,
+    /// How long each page takes to answer, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    delay_ms: usize,
+}
+
+pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
+    let Args {
+        sections,
+        pages,
+        delay_ms,
+    } = args;
 
     let total = 1 + sections + sections * pages;
     let delay = Duration::from_millis(delay_ms as u64);
