@@ -12,22 +12,36 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use course_tools::timeline::{svg, Style};
 use trace_check::TraceFile;
 
-const USAGE: &str = "\
-timeline: draw a crawl's trace (--trace FILE) as an SVG timeline
+/// Draw a crawl's trace (`--trace FILE`) as an SVG timeline.
+#[derive(clap::Parser)]
+struct Cli {
+    /// The trace a lesson wrote with `--trace`.
+    trace: PathBuf,
+    /// Where to write (default: TRACE with .svg).
+    #[arg(short = 'o', value_name = "OUT.svg")]
+    output: Option<PathBuf>,
+    /// A heading (default: the trace's process name).
+    #[arg(long)]
+    title: Option<String>,
+    /// Run the time axis to MS milliseconds (to compare timelines).
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    span_ms: Option<f64>,
+}
 
-Usage: timeline TRACE.json [-o OUT.svg] [--title TEXT] [--span-ms MS]
-
-  -o OUT.svg      where to write (default: TRACE with .svg)
-  --title TEXT    a heading (default: the trace's process name)
-  --span-ms MS    run the time axis to MS milliseconds (to compare timelines)
-";
+/// A positive number of milliseconds.
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(ms) if ms > 0.0 && ms.is_finite() => Ok(ms),
+        _ => Err("must be a positive number".to_string()),
+    }
+}
 
 fn main() -> ExitCode {
-    match run() {
+    match run(<Cli as clap::Parser>::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("timeline: {e:#}");
@@ -36,36 +50,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<()> {
-    let mut args = std::env::args().skip(1);
-    let mut input = None;
-    let mut output = None;
-    let mut style = Style::default();
-    let mut title = None;
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().with_context(|| format!("{name} needs a value"));
-        match arg.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return Ok(());
-            }
-            "-o" => output = Some(PathBuf::from(value("-o")?)),
-            "--title" => title = Some(value("--title")?),
-            "--span-ms" => {
-                let ms: f64 = value("--span-ms")?.parse().context("--span-ms")?;
-                if ms.is_nan() || ms <= 0.0 {
-                    bail!("--span-ms must be positive");
-                }
-                style.span_ms = Some(ms);
-            }
-            other if other.starts_with('-') => bail!("unknown option {other:?}\n{USAGE}"),
-            other if input.is_none() => input = Some(PathBuf::from(other)),
-            other => bail!("one trace at a time ({other:?})"),
-        }
-    }
-    let Some(input) = input else {
-        bail!("no trace given\n{USAGE}");
+fn run(cli: Cli) -> Result<()> {
+    let input = cli.trace;
+    let mut style = Style {
+        span_ms: cli.span_ms,
+        ..Style::default()
     };
+    let title = cli.title;
+    let output = cli.output;
     let text =
         std::fs::read_to_string(&input).with_context(|| format!("reading {}", input.display()))?;
     let trace = TraceFile::parse(&text).with_context(|| format!("reading {}", input.display()))?;
