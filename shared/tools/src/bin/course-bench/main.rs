@@ -60,10 +60,9 @@ pub const WANTED_NOFILE: usize = 65_536;
 pub struct Ctx {
     /// The workspace root (where `Cargo.toml` and `docs/` are).
     pub workspace: PathBuf,
-    /// Where the lesson binaries and `serve` are.
-    pub bin_dir: PathBuf,
-    /// Whether `cargo build --release` may be run to make them.
-    pub build: bool,
+    /// Where the lesson binaries and `serve` are, if given (`--bin-dir`);
+    /// otherwise cargo builds them and says where.
+    pub bin_dir: Option<PathBuf>,
     /// The mdBook `src` folder results are written into.
     pub docs: PathBuf,
     /// The global options as given, repeated in the "exact command" lines
@@ -145,13 +144,10 @@ struct Cli {
     /// The course checkout (default: the one around the current directory).
     #[arg(long)]
     root: Option<PathBuf>,
-    /// Where lesson1..lesson4 and serve are (default: the workspace's
-    /// target/release, built first with cargo).
+    /// Where lesson1..lesson4 and serve are, used as they are (default:
+    /// built first with cargo, found where cargo puts them).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
-    /// Do not run cargo build; use what is in --bin-dir.
-    #[arg(long)]
-    no_build: bool,
     /// The mdBook source folder to write results into (default: the
     /// workspace's docs/src).
     #[arg(long)]
@@ -213,7 +209,6 @@ fn run() -> Result<()> {
     let Cli {
         root,
         bin_dir,
-        no_build,
         docs,
         command,
     } = cli;
@@ -225,10 +220,6 @@ fn run() -> Result<()> {
     if let Some(dir) = &docs {
         global_args.push(format!("--docs {}", dir.display()));
     }
-    if no_build {
-        global_args.push("--no-build".to_string());
-    }
-    let build = !no_build;
     let workspace = course_tools::workspace_root(root.as_deref())?;
 
     let hard = hard_nofile().unwrap_or(WANTED_NOFILE);
@@ -240,19 +231,10 @@ fn run() -> Result<()> {
         raise_own_limit(child_nofile)?;
     }
 
-    // A binary directory given by hand is used as it is; the default one is
-    // brought up to date with cargo first (a no-op when nothing changed), so
-    // a benchmark never measures a stale build.
-    let default_bin_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"))
-        .join("release");
-    let build = build && bin_dir.is_none();
     let ctx = Ctx {
-        bin_dir: bin_dir.unwrap_or(default_bin_dir),
+        bin_dir,
         docs: docs.unwrap_or_else(|| workspace.join("docs").join("src")),
         workspace,
-        build,
         global_args,
         child_nofile,
     };
@@ -306,8 +288,8 @@ mod tests {
 
     #[test]
     fn the_command_line_parses_with_its_defaults_and_limits() {
-        let cli = parse("--no-build --docs /d speed --server nginx --lessons 4,1,4").unwrap();
-        assert!(cli.no_build && cli.docs == Some(PathBuf::from("/d")));
+        let cli = parse("--bin-dir /b --docs /d speed --server nginx --lessons 4,1,4").unwrap();
+        assert!(cli.bin_dir == Some(PathBuf::from("/b")) && cli.docs == Some(PathBuf::from("/d")));
         let Command::Speed(args) = cli.command else {
             panic!("not speed")
         };

@@ -110,14 +110,17 @@ pub fn machine() -> String {
     format!("Linux {kernel}, {cores} cores (`nproc` = {cores}, {cpu}), {mem_gib:.0} GiB RAM")
 }
 
-/// Which code was measured: the git commit of the binaries' workspace,
-/// when `--bin-dir` is some `WORKSPACE/target/release`.
+/// Which code was measured: the git commit of the workspace, when cargo
+/// built the binaries from it, or of the workspace a `--bin-dir` of the
+/// form `WORKSPACE/target/release` belongs to.
 pub fn measured_code(ctx: &Ctx) -> String {
-    let root = ctx
-        .bin_dir
-        .parent()
-        .and_then(Path::parent)
-        .filter(|p| p.join("Cargo.toml").is_file());
+    let root = match &ctx.bin_dir {
+        None => Some(ctx.workspace.as_path()),
+        Some(dir) => dir
+            .parent()
+            .and_then(Path::parent)
+            .filter(|p| p.join("Cargo.toml").is_file()),
+    };
     let git = |root: &Path, args: &[&str]| -> Option<String> {
         let out = std::process::Command::new("git")
             .arg("-C")
@@ -132,7 +135,8 @@ pub fn measured_code(ctx: &Ctx) -> String {
     let Some((root, commit)) =
         root.and_then(|r| Some((r, git(r, &["rev-parse", "--short", "HEAD"])?)))
     else {
-        return format!("binaries from `{}`", ctx.bin_dir.display());
+        let dir = ctx.bin_dir.as_deref().unwrap_or(ctx.workspace.as_path());
+        return format!("binaries from `{}`", dir.display());
     };
     // Only changes to what the binaries are built from matter; the result
     // files this program rewrites as it goes do not.

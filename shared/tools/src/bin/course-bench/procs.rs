@@ -27,32 +27,49 @@ pub fn lesson_crate(n: u8) -> &'static str {
     }
 }
 
-/// `cargo build --release -p CRATE [--bin BIN]` in the workspace, unless the
-/// context says not to build. A failed build is an error for that binary
-/// only: the caller reports the lesson as missing and goes on.
-fn build(ctx: &Ctx, krate: &str, bin: Option<&str>) -> Result<()> {
+/// `cargo build --release -p CRATE [--bin BIN]` in the workspace, and where
+/// cargo says it put the binary `name` (its JSON messages know the target
+/// directory, whatever `CARGO_TARGET_DIR` or `.cargo/config` say). A failed
+/// build is an error for that binary only: the caller reports the lesson as
+/// missing and goes on.
+fn build(ctx: &Ctx, krate: &str, name: &str, bin: Option<&str>) -> Result<PathBuf> {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(&ctx.workspace)
-        .args(["build", "--release", "--quiet", "-p", krate]);
+    cmd.current_dir(&ctx.workspace).args([
+        "build",
+        "--release",
+        "--quiet",
+        "--message-format=json-render-diagnostics",
+        "-p",
+        krate,
+    ]);
     if let Some(bin) = bin {
         cmd.args(["--bin", bin]);
     }
     eprintln!("  building {krate} (cargo build --release -p {krate})");
-    let status = cmd
-        .status()
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
         .with_context(|| format!("running cargo to build {krate}"))?;
-    if !status.success() {
-        bail!("cargo build --release -p {krate} failed ({status})");
+    if !out.status.success() {
+        bail!("cargo build --release -p {krate} failed ({})", out.status);
     }
-    Ok(())
+    for message in cargo_metadata::Message::parse_stream(out.stdout.as_slice()) {
+        if let cargo_metadata::Message::CompilerArtifact(artifact) = message? {
+            if let (true, Some(exe)) = (artifact.target.name == name, artifact.executable) {
+                return Ok(exe.into_std_path_buf());
+            }
+        }
+    }
+    bail!("cargo built {krate} but named no binary {name}")
 }
 
-/// The path of a binary in `--bin-dir`, built first when the context allows.
+/// The binary `name`: built with cargo and found where cargo says, or taken
+/// from `--bin-dir` as it is.
 fn binary(ctx: &Ctx, name: &str, krate: &str, bin: Option<&str>) -> Result<PathBuf> {
-    let path = ctx.bin_dir.join(name);
-    if ctx.build {
-        build(ctx, krate, bin)?;
-    }
+    let path = match &ctx.bin_dir {
+        None => build(ctx, krate, name, bin)?,
+        Some(dir) => dir.join(name),
+    };
     if !path.is_file() {
         bail!(
             "{} is missing (build it with `cargo build --release -p {krate}`, or pass --bin-dir)",
