@@ -136,18 +136,23 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
         page_bytes: spec.page_bytes,
         ..SiteSpec::new(spec.pages)
     });
-    let dir = SiteDir::new()?;
-    site.write_to(&dir.0)
-        .with_context(|| format!("writing the site to {}", dir.0.display()))?;
+    // Removed when dropped, however the benchmark ends.
+    let site_dir = tempfile::Builder::new()
+        .prefix("course-bench-site-")
+        .tempdir()
+        .context("creating a folder for the site")?;
+    let dir = site_dir.path();
+    site.write_to(dir)
+        .with_context(|| format!("writing the site to {}", dir.display()))?;
 
     for &kind in &spec.servers {
         let server = match kind {
             Kind::Fixture => match &serve {
-                Some(serve) => Server::fixture(serve, &dir.0)?,
+                Some(serve) => Server::fixture(serve, dir)?,
                 None => continue,
             },
             Kind::Nginx => match &nginx {
-                Some(nginx) => Server::nginx(nginx, &dir.0, ctx.child_nofile)?,
+                Some(nginx) => Server::nginx(nginx, dir, ctx.child_nofile)?,
                 None => continue,
             },
         };
@@ -164,24 +169,6 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
         output::write_result(ctx, &format!("{stem}.tsv"), &table.tsv)?;
     }
     Ok(())
-}
-
-/// The generated site's folder, removed when dropped.
-struct SiteDir(PathBuf);
-
-impl SiteDir {
-    fn new() -> Result<SiteDir> {
-        let dir = std::env::temp_dir().join(format!("course-bench-site-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(SiteDir(dir))
-    }
-}
-
-impl Drop for SiteDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// One contender: the baseline or a lesson.
