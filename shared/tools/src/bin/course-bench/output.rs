@@ -85,27 +85,16 @@ pub fn machine() -> String {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+    use procfs::Current as _;
+    let cpu = procfs::CpuInfo::current()
         .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
+        .and_then(|info| info.model_name(0).map(str::to_string))
         .unwrap_or_else(|| "unknown CPU".to_string());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let mem_gib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map(|kb| kb / 1024.0 / 1024.0)
+    let mem_gib = procfs::Meminfo::current()
+        .map(|m| m.mem_total as f64 / (1u64 << 30) as f64)
         .unwrap_or(0.0);
     format!("Linux {kernel}, {cores} cores (`nproc` = {cores}, {cpu}), {mem_gib:.0} GiB RAM")
 }

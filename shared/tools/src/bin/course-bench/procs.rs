@@ -168,18 +168,30 @@ impl Finished {
     }
 }
 
-/// CPU time (user + system) a process has used so far, all its threads,
-/// from `/proc/PID/stat` (fields 14 and 15, in the kernel's fixed 100 ticks
-/// a second).
-pub fn cpu_of(pid: &str) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "PID (COMM) STATE ...": the name may hold spaces, so count fields
-    // after its closing parenthesis; utime is then the 12th.
-    let rest = stat.rsplit_once(')')?.1;
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(Duration::from_millis((utime + stime) * 10))
+/// CPU time (user + system) a process has used so far, all its threads
+/// (`None` for `pid`: this process).
+pub fn cpu_of(pid: Option<u32>) -> Option<Duration> {
+    let process = match pid {
+        None => procfs::process::Process::myself(),
+        Some(pid) => procfs::process::Process::new(i32::try_from(pid).ok()?),
+    };
+    let stat = process.ok()?.stat().ok()?;
+    let ticks = (stat.utime + stat.stime) as f64;
+    Some(Duration::from_secs_f64(
+        ticks / procfs::ticks_per_second() as f64,
+    ))
+}
+
+/// The processes whose parent is `pid` (an nginx master's workers).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    all.flatten()
+        .filter_map(|p| p.stat().ok())
+        .filter(|stat| u32::try_from(stat.ppid).ok() == Some(pid))
+        .filter_map(|stat| u32::try_from(stat.pid).ok())
+        .collect()
 }
 
 /// How many connection attempts the kernel has dropped so far because a
@@ -362,22 +374,17 @@ pub struct ProcStatus {
     pub threads: u64,
 }
 
-/// Read `/proc/PID/status`; `None` once the process is gone.
+/// The process's memory and threads; `None` once it is gone.
 pub fn proc_status(pid: u32) -> Option<ProcStatus> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let mut st = ProcStatus::default();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        let key = parts.next().unwrap_or("");
-        let value: u64 = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-        match key {
-            "VmRSS:" => st.rss = value * 1024,
-            "VmHWM:" => st.hwm = value * 1024,
-            "Threads:" => st.threads = value,
-            _ => {}
-        }
-    }
-    Some(st)
+    let status = procfs::process::Process::new(i32::try_from(pid).ok()?)
+        .ok()?
+        .status()
+        .ok()?;
+    Some(ProcStatus {
+        rss: status.vmrss.unwrap_or(0) * 1024,
+        hwm: status.vmhwm.unwrap_or(0) * 1024,
+        threads: status.threads,
+    })
 }
 
 #[cfg(test)]
@@ -408,7 +415,7 @@ mod tests {
         assert_eq!(done.status.and_then(|s| s.code()), Some(3));
         assert_eq!(done.stdout, "hi\n");
         assert!(done.cpu().is_some(), "{:?}", done.stderr);
-        assert!(cpu_of("self").is_some());
+        assert!(cpu_of(None).is_some());
         assert!(listen_overflows().is_some());
     }
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::procs::children_of;
 use anyhow::{bail, Context, Result};
 
 /// Which server.
@@ -196,7 +197,7 @@ impl Server {
         let me = self.child.id();
         std::iter::once(me)
             .chain(children_of(me))
-            .filter_map(|pid| crate::procs::cpu_of(&pid.to_string()))
+            .filter_map(|pid| crate::procs::cpu_of(Some(pid)))
             .sum()
     }
 
@@ -206,7 +207,7 @@ impl Server {
     fn stop(&mut self) {
         if self.kind == Kind::Nginx {
             let workers = children_of(self.child.id());
-            signal(self.child.id(), "TERM");
+            signal(self.child.id(), nix::sys::signal::Signal::SIGTERM);
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = self.child.try_wait() {
@@ -217,8 +218,8 @@ impl Server {
             let _ = self.child.kill();
             let _ = self.child.wait();
             for pid in workers {
-                if Path::new(&format!("/proc/{pid}")).exists() {
-                    signal(pid, "KILL");
+                if procfs::process::Process::new(pid as i32).is_ok() {
+                    signal(pid, nix::sys::signal::Signal::SIGKILL);
                 }
             }
         } else {
@@ -248,33 +249,11 @@ impl Drop for Server {
     }
 }
 
-/// Send a signal with the `kill` command (there is no safe `kill(2)` in
-/// std, and the course uses no libc crate).
-fn signal(pid: u32, sig: &str) {
-    let _ = Command::new("sh")
-        .arg("-c")
-        .arg(format!("kill -{sig} {pid} 2>/dev/null"))
-        .status();
-}
-
-/// The PIDs whose parent is `pid`, from `/proc/*/stat`.
-fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| {
-            std::fs::read_to_string(format!("/proc/{child}/stat"))
-                .ok()
-                // "PID (COMM) STATE PPID ...": COMM may hold spaces, so
-                // split after its closing parenthesis.
-                .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.to_string()))
-                .and_then(|rest| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
-                == Some(pid)
-        })
-        .collect()
+/// Send `signal` to `pid`; a process already gone is no error here.
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+    }
 }
 
 /// The nginx configuration: a static site, fast settings, nothing written

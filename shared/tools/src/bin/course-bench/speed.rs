@@ -280,10 +280,10 @@ fn run_on(
             let overflows_before = procs::listen_overflows().unwrap_or(0);
             let outcome = match &c.lesson {
                 None => {
-                    let before = procs::cpu_of("self").unwrap_or_default();
+                    let before = procs::cpu_of(None).unwrap_or_default();
                     match baseline::fetch_all(server.addr, &paths, spec.concurrency) {
                         Ok(f) => {
-                            let cpu = procs::cpu_of("self").unwrap_or_default();
+                            let cpu = procs::cpu_of(None).unwrap_or_default();
                             if f.retries > 0 {
                                 eprintln!(
                                     "  baseline: {} requests retried on a new connection, first: {}",
