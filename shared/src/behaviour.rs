@@ -643,6 +643,24 @@ impl ProgramRun {
     }
 }
 
+/// A command that runs `program` in a process that may open at most
+/// `fd_limit` files (`None`: the inherited limit): `sh -c 'ulimit -n N &&
+/// exec "$0" "$@"' program`, so no `libc` is needed, and the shell *becomes*
+/// the program (`exec`): the child's PID is the program's own. Add the
+/// program's arguments with `.args(...)`.
+pub fn command_under_limit(
+    program: impl AsRef<std::ffi::OsStr>,
+    fd_limit: Option<usize>,
+) -> std::process::Command {
+    let script = match fd_limit {
+        Some(n) => format!("ulimit -n {n} && exec \"$0\" \"$@\""),
+        None => "exec \"$0\" \"$@\"".to_string(),
+    };
+    let mut command = std::process::Command::new("sh");
+    command.arg("-c").arg(script).arg(program);
+    command
+}
+
 /// Run a lesson's `program` with `args` in a process that may open at most
 /// `fd_limit` files (`None`: the inherited limit), for at most
 /// [`CASE_DEADLINE`]. The limit is set with the shell's `ulimit -n`, so no
@@ -650,15 +668,8 @@ impl ProgramRun {
 /// [`crate::net::socket_budget`].
 pub fn run_program(program: &str, args: &[&str], fd_limit: Option<usize>) -> ProgramRun {
     use std::io::Read;
-    use std::process::{Command, Stdio};
-    let script = match fd_limit {
-        Some(n) => format!("ulimit -n {n} && exec \"$0\" \"$@\""),
-        None => "exec \"$0\" \"$@\"".to_string(),
-    };
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg(program)
+    use std::process::Stdio;
+    let mut child = command_under_limit(program, fd_limit)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -119,6 +119,9 @@ pub struct Running {
     child: Child,
     /// When it was started.
     started: Instant,
+    /// The CPU time of this process's waited-for children when it was
+    /// started: the growth, once it has been waited for, is its own.
+    children_cpu: Duration,
     /// Collects stdout; returns the bytes and when the pipe closed, which is
     /// when the process exited, to the microsecond (the exit is otherwise
     /// only seen by polling).
@@ -138,34 +141,22 @@ pub struct Finished {
     pub stdout: String,
     /// The end of what it printed on stderr.
     pub stderr: String,
+    /// The CPU time (user + system) it used, its own children's included.
+    pub cpu: Duration,
 }
 
-/// The line `spawn_timed`'s shell prints before `times`.
-const CPU_MARK: &str = "course-bench-cpu-times";
-
-impl Finished {
-    /// The CPU time (user + system) of a child started with
-    /// [`Running::spawn_timed`], from the `times` lines at the end of its
-    /// stderr: the shell's own times, then its children's (`0m1.234s
-    /// 0m0.456s`).
-    pub fn cpu(&self) -> Option<Duration> {
-        let after = self.stderr.rsplit_once(CPU_MARK)?.1;
-        let children = after.lines().filter(|l| !l.trim().is_empty()).nth(1)?;
-        let mut total = 0.0;
-        for field in children.split_whitespace() {
-            let (m, s) = field.strip_suffix('s')?.split_once('m')?;
-            total += m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?;
-        }
-        Some(Duration::from_secs_f64(total))
-    }
-
-    /// Stderr without `spawn_timed`'s `times` lines.
-    pub fn errors(&self) -> &str {
-        match self.stderr.rsplit_once(CPU_MARK) {
-            Some((before, _)) => before,
-            None => &self.stderr,
-        }
-    }
+/// The CPU time (user + system) of this process's children that have been
+/// waited for (`getrusage(RUSAGE_CHILDREN)`). The bench waits for one
+/// crawler at a time, so a crawler's own CPU time is the growth of this
+/// across its run.
+fn children_cpu() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(Duration::ZERO, |usage| {
+        let time = |t: nix::sys::time::TimeVal| {
+            Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
+        };
+        time(usage.user_time()) + time(usage.system_time())
+    })
 }
 
 /// CPU time (user + system) a process has used so far, all its threads
@@ -218,33 +209,9 @@ impl Running {
     /// Start `bin args...` under `ulimit -n nofile`, stdout and stderr
     /// captured, stdin closed. The PID is the lesson's own.
     pub fn spawn(bin: &Path, args: &[String], nofile: usize) -> Result<Running> {
-        Running::start(
-            bin,
-            args,
-            format!("ulimit -n {nofile} && exec \"$0\" \"$@\""),
-        )
-    }
-
-    /// Like [`Running::spawn`], but the shell stays to run `times` after
-    /// the lesson exits, which prints the CPU time its children used — the
-    /// lesson's user and system time, without any libc call here. See
-    /// [`Finished::cpu`]. The PID is the shell's.
-    pub fn spawn_timed(bin: &Path, args: &[String], nofile: usize) -> Result<Running> {
-        Running::start(
-            bin,
-            args,
-            format!(
-                "ulimit -n {nofile} || exit 125; \"$0\" \"$@\"; s=$?; echo {CPU_MARK} >&2; times >&2; exit $s"
-            ),
-        )
-    }
-
-    fn start(bin: &Path, args: &[String], script: String) -> Result<Running> {
         let started = Instant::now();
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg(bin)
+        let children_cpu = children_cpu();
+        let mut child = shared::behaviour::command_under_limit(bin, Some(nofile))
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -277,6 +244,7 @@ impl Running {
         Ok(Running {
             child,
             started,
+            children_cpu,
             stdout: Some(stdout),
             stderr: Some(stderr),
         })
@@ -337,6 +305,7 @@ impl Running {
             elapsed: end.saturating_duration_since(self.started),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: tail(&String::from_utf8_lossy(&stderr), 2000),
+            cpu: children_cpu().saturating_sub(self.children_cpu),
         }
     }
 }
@@ -392,29 +361,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn times_lines_give_the_childs_cpu_time() {
-        let done = Finished {
-            status: None,
-            elapsed: Duration::ZERO,
-            stdout: String::new(),
-            stderr: format!("oops\n{CPU_MARK}\n0m0.001000s 0m0.002000s\n1m1.250000s 0m0.500000s\n"),
-        };
-        assert_eq!(done.cpu(), Some(Duration::from_millis(61_750)));
-        assert_eq!(done.errors(), "oops\n");
-    }
-
-    #[test]
     fn a_timed_child_reports_its_exit_and_cpu() {
-        let run = Running::spawn_timed(
-            Path::new("sh"),
-            &["-c".into(), "echo hi; exit 3".into()],
-            256,
-        )
-        .unwrap();
+        let busy = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo hi; exit 3";
+        let run = Running::spawn(Path::new("sh"), &["-c".into(), busy.into()], 256).unwrap();
         let done = run.wait(Duration::from_secs(20));
         assert_eq!(done.status.and_then(|s| s.code()), Some(3));
         assert_eq!(done.stdout, "hi\n");
-        assert!(done.cpu().is_some(), "{:?}", done.stderr);
+        assert!(done.cpu > Duration::ZERO, "{:?}", done.stderr);
         assert!(cpu_of(None).is_some());
         assert!(listen_overflows().is_some());
     }

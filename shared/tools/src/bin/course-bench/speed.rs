@@ -353,7 +353,7 @@ fn crawl(
         _ => {}
     }
     args.push(root.to_string());
-    let run = Running::spawn_timed(bin, &args, ctx.child_nofile)?;
+    let run = Running::spawn(bin, &args, ctx.child_nofile)?;
     let done = run.wait(spec.crawl_timeout);
     let Some(status) = done.status else {
         return Ok(Outcome::Bad(format!(
@@ -374,7 +374,7 @@ fn crawl(
         if !fails.is_empty() {
             why.push_str(&format!("; report counts {}", fails.join(", ")));
         }
-        let errors = done.errors().trim();
+        let errors = done.stderr.trim();
         if !errors.is_empty() {
             why.push_str(&format!("; stderr: {}", procs::tail(errors, 300)));
         }
@@ -386,7 +386,7 @@ fn crawl(
     Ok(Outcome::Ok(
         done.elapsed,
         report.concurrency.unwrap_or(0),
-        done.cpu().unwrap_or_default(),
+        done.cpu,
     ))
 }
 
