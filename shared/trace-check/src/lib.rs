@@ -197,6 +197,15 @@ impl TraceFile {
             .filter(|s| s.cat == "loop" && s.name == "turn")
     }
 
+    /// Microseconds the event loop spent blocked in `poll`, over all turns.
+    pub fn time_in_poll(&self) -> f64 {
+        self.slices
+            .iter()
+            .filter(|s| s.cat == "loop" && s.name == "poll")
+            .map(|s| s.dur)
+            .sum()
+    }
+
     /// The highest value counter `name` took.
     pub fn counter_max(&self, name: &str) -> Option<f64> {
         self.counters

@@ -189,12 +189,7 @@ pub fn loop_turns(lesson: Lesson, crawl: shared::CrawlFn) {
         !trace.fetch_lanes().contains(&lane),
         "the loop has a lane of its own"
     );
-    let polled: f64 = trace
-        .slices
-        .iter()
-        .filter(|s| s.cat == "loop" && s.name == "poll")
-        .map(|s| s.dur)
-        .sum();
+    let polled = trace.time_in_poll();
     let turned: f64 = turns.iter().map(|t| t.dur).sum();
     assert!(
         polled > turned / 2.0,

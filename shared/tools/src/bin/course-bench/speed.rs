@@ -198,6 +198,24 @@ struct Contender {
     problems: Vec<String>,
 }
 
+impl Contender {
+    /// A contender with no runs yet.
+    fn new(name: String, label: String, how: String, lesson: Option<(u8, PathBuf)>) -> Contender {
+        Contender {
+            name,
+            label,
+            how,
+            lesson,
+            times: Vec::new(),
+            concurrency: Vec::new(),
+            cpu: Vec::new(),
+            server_cpu: Vec::new(),
+            overflows: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+}
+
 /// What one measurement gave.
 enum Outcome {
     /// A correct run: wall time, achieved concurrency, CPU time.
@@ -237,39 +255,27 @@ fn run_on(
     let warm = baseline::fetch_all(server.addr, &paths, spec.concurrency)
         .context("warm-up baseline run")?;
 
-    let mut contenders = vec![Contender {
-        name: "baseline".into(),
-        label: "baseline: keep-alive fetch, no parsing".into(),
-        how: format!(
+    let mut contenders = vec![Contender::new(
+        "baseline".into(),
+        "baseline: keep-alive fetch, no parsing".into(),
+        format!(
             "{} keep-alive connections, URL list known",
             spec.concurrency
         ),
-        lesson: None,
-        times: Vec::new(),
-        concurrency: Vec::new(),
-        cpu: Vec::new(),
-        server_cpu: Vec::new(),
-        overflows: Vec::new(),
-        problems: Vec::new(),
-    }];
+        None,
+    )];
     for (n, bin) in binaries {
         let how = match n {
             1 => format!("`lesson1 -q --threads {}`", spec.concurrency),
             4 => format!("`lesson4 -q --max-tasks {}`", spec.concurrency),
             _ => format!("`lesson{n} -q` (unbounded)"),
         };
-        contenders.push(Contender {
-            name: format!("lesson{n}"),
-            label: format!("lesson {n}"),
+        contenders.push(Contender::new(
+            format!("lesson{n}"),
+            format!("lesson {n}"),
             how,
-            lesson: Some((*n, bin.clone())),
-            times: Vec::new(),
-            concurrency: Vec::new(),
-            cpu: Vec::new(),
-            server_cpu: Vec::new(),
-            overflows: Vec::new(),
-            problems: Vec::new(),
-        });
+            Some((*n, bin.clone())),
+        ));
     }
 
     for round in 0..spec.runs {

@@ -134,12 +134,7 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
             ("no loop".to_owned(), "".to_owned())
         } else {
             let turned: f64 = turns.iter().map(|t| t.dur).sum();
-            let polled: f64 = trace
-                .slices
-                .iter()
-                .filter(|s| s.cat == "loop" && s.name == "poll")
-                .map(|s| s.dur)
-                .sum();
+            let polled = trace.time_in_poll();
             (
                 turns.len().to_string(),
                 format!("{:.0} %", 100.0 * polled / turned.max(1.0)),
