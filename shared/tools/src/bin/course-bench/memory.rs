@@ -87,7 +87,14 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
          per fetch beyond an idle worker |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let mut tsv = String::from("name\tlabel\tfetches\tper_fetch\tper_fetch_beyond_idle\tstatus\n");
+    let mut tsv = output::tsv(&[
+        "name",
+        "label",
+        "fetches",
+        "per_fetch",
+        "per_fetch_beyond_idle",
+        "status",
+    ])?;
     let mut notes = Vec::new();
     for row in &rows {
         match &row.result {
@@ -108,11 +115,14 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
                     bytes(per),
                     bytes(beyond),
                 );
-                let _ = writeln!(
-                    tsv,
-                    "lesson{}\tlesson {}\t{}\t{per:.0}\t{beyond:.0}\tok",
-                    row.lesson, row.lesson, m.busy.in_flight
-                );
+                tsv.write_record([
+                    format!("lesson{}", row.lesson),
+                    format!("lesson {}", row.lesson),
+                    m.busy.in_flight.to_string(),
+                    format!("{per:.0}"),
+                    format!("{beyond:.0}"),
+                    "ok".to_string(),
+                ])?;
             }
             Err(why) => {
                 let _ = writeln!(
@@ -122,11 +132,11 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
                     row.how,
                     why.replace('|', "\\|").replace('\n', " ")
                 );
-                let _ = writeln!(
-                    tsv,
-                    "lesson{}\tlesson {}\t\t\t\tFAILED",
-                    row.lesson, row.lesson
+                let (name, label) = (
+                    format!("lesson{}", row.lesson),
+                    format!("lesson {}", row.lesson),
                 );
+                tsv.write_record([name.as_str(), &label, "", "", "", "FAILED"])?;
             }
         }
         notes.extend(row.notes.iter().cloned());
@@ -155,7 +165,7 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
     }
     print!("{md}");
     output::write_result(ctx, "memory.md", &md)?;
-    output::write_result(ctx, "memory.tsv", &tsv)?;
+    output::write_result(ctx, "memory.tsv", &output::tsv_text(tsv)?)?;
     Ok(())
 }
 

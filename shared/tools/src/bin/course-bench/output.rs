@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -55,29 +55,11 @@ pub fn secs(d: Duration) -> String {
     format!("{:.3} s", d.as_secs_f64())
 }
 
-/// UTC now as `YYYY-MM-DD HH:MM UTC` (civil-from-days, so no date crate).
+/// UTC now as `YYYY-MM-DD HH:MM UTC`.
 pub fn now_utc() -> String {
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (t / 86_400) as i64;
-    let rem = t % 86_400;
-    // Howard Hinnant's days → (year, month, day).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%d %H:%M UTC")
+        .to_string()
 }
 
 /// One line about the machine: cores, CPU model, kernel.
@@ -173,20 +155,29 @@ pub fn write_result(ctx: &Ctx, name: &str, text: &str) -> Result<()> {
 
 /// Parse a TSV written by this program: a header line, then rows.
 pub fn read_tsv(path: &Path) -> Result<Vec<BTreeMap<String, String>>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split('\t').collect();
-    Ok(lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            header
-                .iter()
-                .zip(l.split('\t'))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect())
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(b'\t')
+        .from_path(path)
+        .with_context(|| format!("reading {}", path.display()))?;
+    reader
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading {}", path.display()))
+}
+
+/// A TSV table to fill row by row (`write_record`), with its header row.
+pub fn tsv(header: &[&str]) -> Result<csv::Writer<Vec<u8>>> {
+    let mut writer = csv::WriterBuilder::new()
+        .delimiter(b'\t')
+        .from_writer(Vec::new());
+    writer.write_record(header)?;
+    Ok(writer)
+}
+
+/// The text of a filled TSV table.
+pub fn tsv_text(writer: csv::Writer<Vec<u8>>) -> Result<String> {
+    let bytes = writer.into_inner().context("finishing a TSV table")?;
+    Ok(String::from_utf8(bytes)?)
 }
 
 #[cfg(test)]

@@ -340,7 +340,7 @@ fn run_on(
         }
     }
 
-    Ok(render(ctx, spec, site, server, &warm, &contenders, missing))
+    render(ctx, spec, site, server, &warm, &contenders, missing)
 }
 
 /// One whole crawl by lesson `n`, checked against the expected URL set.
@@ -404,7 +404,7 @@ fn render(
     warm: &baseline::Fetched,
     contenders: &[Contender],
     missing: &[(u8, String)],
-) -> Table {
+) -> Result<Table> {
     let urls = warm.responses as f64;
     let mut args = format!(
         "speed --server {} --pages {} --page-bytes {} --runs {} --concurrency {}",
@@ -449,7 +449,14 @@ fn render(
          CPU time | server's CPU time | achieved concurrency | SYNs dropped | result |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
-    let mut tsv = String::from("name\tlabel\tmedian_secs\turls_per_sec\tratio\tstatus\n");
+    let mut tsv = output::tsv(&[
+        "name",
+        "label",
+        "median_secs",
+        "urls_per_sec",
+        "ratio",
+        "status",
+    ])?;
     for c in contenders {
         let runs = c.times.len() + c.problems.len();
         let med = if c.problems.is_empty() {
@@ -497,18 +504,17 @@ fn render(
             c.label, c.how
         );
         let status = if c.problems.is_empty() { "ok" } else { "WRONG" };
-        let _ = writeln!(
-            tsv,
-            "{}\t{}\t{}\t{}\t{}\t{status}",
-            c.name,
-            c.label,
+        tsv.write_record([
+            c.name.clone(),
+            c.label.clone(),
             med.map_or(String::new(), |m| format!("{:.4}", m.as_secs_f64())),
             med.map_or(String::new(), |m| format!("{:.0}", urls / m.as_secs_f64())),
             match (med, base) {
                 (Some(m), Some(b)) => format!("{:.3}", m.as_secs_f64() / b.as_secs_f64()),
                 _ => String::new(),
             },
-        );
+            status.to_string(),
+        ])?;
     }
     for (n, why) in missing {
         let _ = writeln!(
@@ -535,5 +541,8 @@ fn render(
         thousands(warm.connections as u64),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
-    Table { markdown: md, tsv }
+    Ok(Table {
+        markdown: md,
+        tsv: output::tsv_text(tsv)?,
+    })
 }
