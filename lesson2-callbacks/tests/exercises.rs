@@ -77,10 +77,16 @@ fn exercise_retry_network_errors() {
 /// Exercise 3: a timer that repeats. Add `EventLoop::call_every(period,
 /// callback)`: run `callback` every `period` of loop time, starting one
 /// period from now, until the handle it returns is cancelled. Build it
-/// from `call_later` alone: each run sets the next, and the handle handed
-/// out must cancel whichever run is set now. The loop runs on a test
-/// clock, which jumps to the next timer whenever the loop would wait for
-/// it, so each turn is one period and no time passes.
+/// from the loop's timers alone: each run sets the next, and the handle
+/// handed out must cancel whichever run is set now. The loop runs on a
+/// test clock, which jumps to the next timer whenever the loop would wait
+/// for it, so no real time passes.
+///
+/// Three checks: each run comes one period after the last was *due*, even
+/// when the callback itself takes loop time (here 3 ms a run: a timer set
+/// from the end of a run would drift to 23, 36, ...); a cancel from outside
+/// removes the run that is set; and a callback that cancels its own handle
+/// while it runs is not run again.
 #[cfg(feature = "exercise-call-every")]
 #[test]
 #[ignore = "exercise: EventLoop::call_every"]
@@ -89,21 +95,24 @@ fn exercise_call_every() {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let ms = |n| Duration::from_millis(n);
+    let clock = TestClock::new();
+    let event_loop = EventLoop::with_clock(clock.clone()).unwrap();
     let start = event_loop.time();
     let runs = Rc::new(RefCell::new(Vec::new()));
-    let (seen, clock) = (Rc::clone(&runs), event_loop.clone());
-    let every = event_loop.call_every(Duration::from_millis(10), move || {
-        seen.borrow_mut().push(clock.time() - start)
+    let (seen, lp, slow) = (Rc::clone(&runs), event_loop.clone(), Rc::clone(&clock));
+    let every = event_loop.call_every(ms(10), move || {
+        seen.borrow_mut().push(lp.time() - start);
+        // The callback takes 3 ms of loop time.
+        slow.advance(ms(3));
     });
     for _ in 0..3 {
         event_loop.run_once().unwrap();
     }
-    let ms = |n| Duration::from_millis(n);
     assert_eq!(
         *runs.borrow(),
         [ms(10), ms(20), ms(30)],
-        "one run per period"
+        "one run per period, each counted from when the last was due"
     );
     assert_eq!(event_loop.pending_timers(), 1, "one timer set at a time");
     every.cancel();
@@ -115,5 +124,35 @@ fn exercise_call_every() {
     assert!(
         !event_loop.has_work(),
         "nothing left to keep the loop going"
+    );
+
+    // A callback that cancels its own handle on its second run.
+    let handle = Rc::new(RefCell::new(None));
+    let count = Rc::new(RefCell::new(0));
+    let (slot, n) = (Rc::clone(&handle), Rc::clone(&count));
+    let every = event_loop.call_every(ms(10), move || {
+        *n.borrow_mut() += 1;
+        if *n.borrow() == 2 {
+            if let Some(every) = slot.borrow().as_ref() {
+                lesson2_callbacks::event_loop::Repeating::cancel(every);
+            }
+        }
+    });
+    *handle.borrow_mut() = Some(every);
+    for _ in 0..5 {
+        if !event_loop.has_work() {
+            break;
+        }
+        event_loop.run_once().unwrap();
+    }
+    assert_eq!(
+        *count.borrow(),
+        2,
+        "a callback that cancelled itself ran again"
+    );
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "a run is still set after cancel"
     );
 }

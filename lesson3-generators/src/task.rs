@@ -38,9 +38,10 @@
 //! possibly from inside the same coroutine (a task that wakes itself).
 //!
 //! The waker is built with [`std::task::Wake`], with no `unsafe` and no
-//! executor crate. `Wake` demands `Send + Sync` (a waker may be sent to
-//! another thread), so it cannot hold the task, which is not `Send`: it
-//! holds the task's id, and the loop keeps a table from ids to tasks.
+//! executor crate. Turning an `Arc<W>` into a `Waker` requires `W: Wake +
+//! Send + Sync` (a waker may be sent to another thread), so it cannot hold
+//! the task, which is not `Send`: it holds the task's id, and the loop keeps
+//! a table from ids to tasks.
 //!
 //! A task is also a future: [`Task::future`] is resolved with what its
 //! coroutine returns, so one coroutine can wait for another task to finish.
@@ -77,8 +78,8 @@ pub(crate) trait Step {
 }
 
 // ANCHOR: waker
-/// A task's waker. `Wake` requires `Send + Sync`, so it holds the task's id,
-/// not the task; the loop looks the task up.
+/// A task's waker. `Waker::from` takes only an `Arc` of a `Send + Sync`
+/// type, so it holds the task's id, not the task; the loop looks it up.
 struct TaskWaker {
     /// Which loop the task belongs to.
     loop_id: u64,

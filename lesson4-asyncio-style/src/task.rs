@@ -67,8 +67,8 @@ pub fn take_cancel_request() -> bool {
 }
 
 // ANCHOR: waker
-/// A task's waker. `Wake` requires `Send + Sync`, so it holds the task's id,
-/// not the task; the loop looks the task up.
+/// A task's waker. `Waker::from` takes only an `Arc` of a `Send + Sync`
+/// type, so it holds the task's id, not the task; the loop looks it up.
 struct TaskWaker {
     /// Which loop the task belongs to.
     loop_id: u64,
