@@ -5,6 +5,7 @@ pub mod lesson_diff;
 pub mod starter;
 pub mod testdir;
 pub mod timeline;
+pub mod transcripts;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

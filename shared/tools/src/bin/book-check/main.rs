@@ -39,7 +39,7 @@
 mod includes;
 mod markdown;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -359,6 +359,106 @@ impl Checker<'_> {
     }
 }
 
+/// What the code has, for checking what the text says it has: every file
+/// under the crates' `src/`, `tests/` and `examples/`, and every identifier
+/// in them.
+struct CodeIndex {
+    /// Paths relative to the workspace root (`lesson2-callbacks/tests/busy_loop.rs`).
+    files: Vec<String>,
+    /// Every identifier-like word of every `.rs` file.
+    words: HashSet<String>,
+}
+
+impl CodeIndex {
+    fn of(root: &Path) -> Result<CodeIndex> {
+        static WORD: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"[A-Za-z_][A-Za-z0-9_]*").expect("constant regex"));
+        let mut index = CodeIndex {
+            files: Vec::new(),
+            words: HashSet::new(),
+        };
+        let walk = walkdir::WalkDir::new(root).into_iter().filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            !(e.depth() > 0 && (name.starts_with('.') || name == "target" || name == "docs"))
+        });
+        for entry in walk {
+            let entry = entry.with_context(|| format!("cannot list {}", root.display()))?;
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            if let Ok(rel) = path.strip_prefix(root) {
+                index.files.push(rel.to_string_lossy().into_owned());
+            }
+            let text = fs::read_to_string(path).unwrap_or_default();
+            index
+                .words
+                .extend(WORD.find_iter(&text).map(|m| m.as_str().to_string()));
+        }
+        Ok(index)
+    }
+
+    /// Is there a file whose path ends with `name` (`tests/fetch.rs`,
+    /// `lesson1-threadpool/src/pool.rs`)?
+    fn has_file(&self, name: &str) -> bool {
+        self.files
+            .iter()
+            .any(|f| f == name || f.ends_with(&format!("/{name}")))
+    }
+}
+
+/// The paragraph around 1-based `line`: the lines between blank ones. A
+/// long name is taken for a test's only where its paragraph talks of
+/// tests, so other crates' API names (`pool_max_idle_per_host`) pass.
+fn paragraph_of(text: &str, line: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = line.saturating_sub(1).min(lines.len().saturating_sub(1));
+    let blank = |i: &usize| lines.get(*i).is_none_or(|l| l.trim().is_empty());
+    let start = (0..=at).rev().find(blank).map_or(0, |i| i + 1);
+    let end = (at..lines.len()).find(blank).unwrap_or(lines.len());
+    lines[start..end.max(start)].join("\n").to_lowercase()
+}
+
+/// A path to a Rust file as a chapter writes it: `tests/fetch.rs`,
+/// `src/pool.rs`, `lesson2-callbacks/tests/busy_loop.rs`.
+static RUST_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[a-z0-9_-]+/)*(?:src|tests|examples)/[a-z0-9_/]+\.rs$")
+        .expect("constant regex")
+});
+
+/// A name a test has: four or more lower-case words joined by `_`.
+static TEST_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+){3,}$").expect("constant regex"));
+
+impl Checker<'_> {
+    /// Checks the files and long names a page sets in code spans against
+    /// the code, and refuses a transcript typed into the page.
+    fn check_code_names(&mut self, page: &Path, text: &str, code: &CodeIndex) {
+        for line in markdown::transcript_lines(text) {
+            self.problem(
+                page,
+                line,
+                "a `$ ` transcript typed into the page: list its command in \
+                 docs/transcripts/transcripts.toml and include the generated page"
+                    .to_string(),
+            );
+        }
+        for (line, span) in markdown::code_spans(text) {
+            let span = span.trim();
+            if RUST_PATH.is_match(span) && !code.has_file(span) {
+                let message = format!("`{span}`: no such file in the workspace");
+                self.problem(page, line, message);
+            } else if TEST_NAME.is_match(span)
+                && !code.words.contains(span)
+                && paragraph_of(text, line).contains("test")
+            {
+                let message = format!("`{span}`: no test or function has this name");
+                self.problem(page, line, message);
+            }
+        }
+    }
+}
+
 /// Runs every check on the book in `root/docs`.
 fn check_book(root: &Path) -> Result<Outcome> {
     let root = normalize(root);
@@ -404,8 +504,14 @@ fn check_book(root: &Path) -> Result<Outcome> {
             Err(e) => checker.problem(page, 0, format!("cannot read: {e}")),
         }
     }
+    let code = CodeIndex::of(&root)?;
+    let generated = src.join("generated");
     for (page, text) in &texts {
         checker.check_links(page, text, **page == summary);
+        // Generated pages come from real runs and from the code itself.
+        if !page.starts_with(&generated) {
+            checker.check_code_names(page, text, &code);
+        }
     }
 
     // Reachability: a page mdBook builds is a SUMMARY entry; a page a
@@ -674,6 +780,52 @@ mod tests {
                 "#no-such-heading",
                 "docs/src/lesson1.md has no heading",
             ],
+        );
+    }
+
+    #[test]
+    fn a_transcript_typed_into_a_chapter() {
+        let dir = sound_book("typed-transcript");
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\n```text\n$ cargo test -p crate\nok\n```\n\n![a chart](img/chart.svg)\n",
+        );
+        assert_one(&dir, &["docs/src/introduction.md:4", "transcript typed"]);
+        // The same lines in a generated page are a real run's.
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\n{{#include generated/t.md}}\n\n![a chart](img/chart.svg)\n",
+        );
+        dir.write(
+            "docs/src/generated/t.md",
+            "```text\n$ cargo test -p crate\nok\n```\n",
+        );
+        assert_eq!(problems(&dir), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_test_file_or_test_name_the_code_does_not_have() {
+        let dir = sound_book("stale-test-names");
+        dir.write(
+            "crate/tests/pool.rs",
+            "#[test]\nfn a_pool_runs_every_item() {}\n",
+        );
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\nThe test `a_pool_runs_every_item` in `tests/pool.rs` passes;\n\
+             `tests/queue.rs` holds the test `a_queue_keeps_its_order_always`.\n\n\
+             Another crate's `pool_max_idle_per_host` is its own API.\n\n\
+             ![a chart](img/chart.svg)\n",
+        );
+        let found = problems(&dir);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(
+            found[0].contains(":4: `a_queue_keeps_its_order_always`: no test"),
+            "{found:#?}"
+        );
+        assert!(
+            found[1].contains(":4: `tests/queue.rs`: no such file"),
+            "{found:#?}"
         );
     }
 

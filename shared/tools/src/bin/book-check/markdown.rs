@@ -147,6 +147,42 @@ pub fn heading_ids(text: &str, smart_punctuation: bool) -> Vec<String> {
     ids
 }
 
+/// Inline code spans of the prose, with their lines: where a chapter names
+/// a file, a test or a function.
+pub fn code_spans(text: &str) -> Vec<(usize, String)> {
+    Parser::new_ext(text, options(false))
+        .into_offset_iter()
+        .filter_map(|(event, range)| match event {
+            Event::Code(code) => Some((line_of(text, range.start), code.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines of fenced code blocks that start with `$ `: a command and
+/// what it printed, typed into the page.
+pub fn transcript_lines(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut block: Option<usize> = None;
+    for (event, range) in Parser::new_ext(text, options(false)).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => block = Some(range.start),
+            Event::End(TagEnd::CodeBlock) => block = None,
+            Event::Text(code) if block.is_some() => {
+                let mut at = range.start;
+                for line in code.split_inclusive('\n') {
+                    if line.trim_start().starts_with("$ ") {
+                        out.push(line_of(text, at));
+                    }
+                    at += line.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// mdBook's `unique_id`: the id itself the first time, then `id-1`, `id-2`…
 fn unique_id(id: &str, used: &mut HashSet<String>) -> String {
     if used.insert(id.to_string()) {
@@ -165,6 +201,19 @@ fn unique_id(id: &str, used: &mut HashSet<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transcripts_and_code_spans_are_found_where_they_are() {
+        let page = "Run `tests/fetch.rs` and `a_b_c_d`.\n\n```text\n$ cargo test\nok\n```\n\n$ not in code\n";
+        assert_eq!(
+            code_spans(page),
+            [
+                (1, "tests/fetch.rs".to_string()),
+                (1, "a_b_c_d".to_string())
+            ]
+        );
+        assert_eq!(transcript_lines(page), [4]);
+    }
 
     /// Each expected id is what mdBook 0.5.4 generated for the same page.
     #[test]
