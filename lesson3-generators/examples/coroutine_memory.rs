@@ -6,7 +6,8 @@
 //!
 //! First it prints the size of one fetch's coroutine: `size_of_val` of the
 //! future `Fetcher::fetch` returns (the frame the compiler built), of the
-//! hand-written `FetchByHand`, and of the sub-coroutines inside them.
+//! hand-written `FetchByHand`, and of the sub-coroutines inside them. With
+//! `--sizes` it prints that table alone.
 //!
 //! Then, lesson 2's measurement with a third row. For each N, this starts
 //! the course's test server with a page of N links to pages that answer only
@@ -110,6 +111,10 @@ fn coroutine_sizes() -> anyhow::Result<()> {
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {
+    // `--sizes`: the first table alone (the chapter includes it).
+    if args.first().is_some_and(|a| a == "--sizes") {
+        return coroutine_sizes();
+    }
     if args.first().is_none_or(|a| a != "--child") {
         coroutine_sizes()?;
     }
