@@ -51,7 +51,7 @@ fn run(args: &[String]) -> anyhow::Result<()> {
     // the crawl's own bookkeeping for each URL (seen set, statistics), which
     // lesson 1's figure contains as well.
     println!(
-        "\nsize_of::<Fetcher>() = {} bytes",
+        "\n`size_of::<Fetcher>()` = {} bytes",
         std::mem::size_of::<lesson2_callbacks::fetch::Fetcher>()
     );
     Ok(())

@@ -7,7 +7,8 @@
 //! First it prints the size of one fetch's coroutine: `size_of_val` of the
 //! future `Fetcher::fetch` returns (the frame the compiler built), of the
 //! hand-written `FetchByHand`, and of the sub-coroutines inside them. With
-//! `--sizes` it prints that table alone.
+//! `--sizes` it prints that table alone, and with `--memory N...` only what
+//! follows.
 //!
 //! Then, lesson 2's measurement with a third row. For each N, this starts
 //! the course's test server with a page of N links to pages that answer only
@@ -111,13 +112,17 @@ fn coroutine_sizes() -> anyhow::Result<()> {
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {
-    // `--sizes`: the first table alone (the chapter includes it).
-    if args.first().is_some_and(|a| a == "--sizes") {
-        return coroutine_sizes();
+    // `--sizes`: the first table alone; `--memory N...`: the rest alone
+    // (the chapter shows them in two places).
+    match args.first().map(String::as_str) {
+        Some("--sizes") => return coroutine_sizes(),
+        Some("--memory") | Some("--child") => {}
+        _ => coroutine_sizes()?,
     }
-    if args.first().is_none_or(|a| a != "--child") {
-        coroutine_sizes()?;
-    }
+    let args = match args.first().map(String::as_str) {
+        Some("--memory") => &args[1..],
+        _ => args,
+    };
     memory_per_fetch(
         args,
         &[
