@@ -23,6 +23,11 @@
 //!   `![…](img/x.svg)`, `(#heading)`) names a file inside the book, and a
 //!   `#fragment` names a heading id the page really has, by mdBook's rules;
 //! - every page is reachable: listed in `SUMMARY.md`, or included by a page;
+//! - no terminal transcript is typed into a chapter (`$ ` lines come from
+//!   `transcripts`' generated pages), and a test file or a test's name set
+//!   in code exists in the code;
+//! - a figure marked `<!-- from TABLE, ROW, COLUMN -->` is still what that
+//!   generated benchmark table says, so a rerun cannot leave a stale copy;
 //! - the generated diff pages match the code (as `lesson-diff --check`).
 //!
 //! It prints every problem as `file:line: what` and exits 1 if there is any.
@@ -459,6 +464,93 @@ impl Checker<'_> {
     }
 }
 
+/// A figure quoted from a generated table, marked so it can be checked:
+/// `<!-- from FILE, ROW, COLUMN -->0.36 s`, FILE under
+/// `docs/src/generated/bench/`, ROW the start of a row's first cell,
+/// COLUMN a header cell (with `#2` for the second number of the cell).
+static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"<!--\s*from\s+([^,]+?),\s*([^,]+?),\s*(.+?)\s*-->\s*\**([0-9][0-9,]*(?:\.[0-9]+)?)",
+    )
+    .expect("constant regex")
+});
+
+/// The numbers in a table cell, thousands separators dropped.
+fn numbers_in(cell: &str) -> Vec<f64> {
+    static NUMBER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[0-9][0-9,]*(?:\.[0-9]+)?").expect("constant regex"));
+    NUMBER
+        .find_iter(cell)
+        .filter_map(|m| m.as_str().replace(',', "").parse().ok())
+        .collect()
+}
+
+/// The cell of `table` (a Markdown page holding one table) in the row whose
+/// first cell starts with `row` and the column headed `column`.
+fn table_cell(table: &str, row: &str, column: &str) -> Option<String> {
+    let cells = |line: &str| -> Vec<String> {
+        line.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let mut lines = table.lines().filter(|l| l.trim_start().starts_with('|'));
+    let header = cells(lines.next()?);
+    let index = header.iter().position(|h| h == column)?;
+    lines
+        .map(cells)
+        .find(|r| r.first().is_some_and(|first| first.starts_with(row)))
+        .and_then(|r| r.get(index).cloned())
+}
+
+impl Checker<'_> {
+    /// Checks every marked figure of a page against its table: the figure
+    /// must be the table's value, rounded to the decimals the prose shows.
+    fn check_figures(&mut self, page: &Path, text: &str) {
+        let tables = self.src.join("generated").join("bench");
+        for cap in FIGURE.captures_iter(text) {
+            let line = text[..cap.get(0).map_or(0, |m| m.start())]
+                .matches('\n')
+                .count()
+                + 1;
+            let (file, row, column) = (cap[1].trim(), cap[2].trim(), cap[3].trim());
+            let (column, nth) = match column.rsplit_once('#') {
+                Some((c, n)) => (c.trim(), n.parse::<usize>().unwrap_or(1)),
+                None => (column, 1),
+            };
+            let quoted = &cap[4];
+            let Ok(table) = fs::read_to_string(tables.join(file)) else {
+                self.problem(page, line, format!("figure from {file}: no such table"));
+                continue;
+            };
+            let Some(cell) = table_cell(&table, row, column) else {
+                let message =
+                    format!("figure from {file}: no row {row:?} with a column {column:?}");
+                self.problem(page, line, message);
+                continue;
+            };
+            let Some(value) = numbers_in(&cell).get(nth.saturating_sub(1)).copied() else {
+                let message =
+                    format!("figure from {file} ({row}, {column}): {cell:?} has no number {nth}");
+                self.problem(page, line, message);
+                continue;
+            };
+            let decimals = quoted.split_once('.').map_or(0, |(_, d)| d.len());
+            // Half up, as a reader rounds the table's decimal text (the
+            // binary 3.15 is a hair under 3.15 and would round down).
+            let shown = format!("{:.decimals$}", value + 1e-9);
+            let quoted_plain = quoted.replace(',', "");
+            if shown != quoted_plain {
+                let message = format!(
+                    "figure `{quoted}` from {file} ({row}, {column}) is {shown} there: a rerun changed it"
+                );
+                self.problem(page, line, message);
+            }
+        }
+    }
+}
+
 /// Runs every check on the book in `root/docs`.
 fn check_book(root: &Path) -> Result<Outcome> {
     let root = normalize(root);
@@ -511,6 +603,7 @@ fn check_book(root: &Path) -> Result<Outcome> {
         // Generated pages come from real runs and from the code itself.
         if !page.starts_with(&generated) {
             checker.check_code_names(page, text, &code);
+            checker.check_figures(page, text);
         }
     }
 
@@ -826,6 +919,31 @@ mod tests {
         assert!(
             found[1].contains(":4: `tests/queue.rs`: no such file"),
             "{found:#?}"
+        );
+    }
+
+    #[test]
+    fn a_figure_quoted_from_a_table_must_still_be_its_value() {
+        let dir = sound_book("figures");
+        dir.write(
+            "docs/src/generated/bench/speed.md",
+            "| crawler | median time | × baseline | SYNs dropped |\n|---|---:|---:|---:|\n\
+             | baseline: fetch | 0.254 s | 1.00× | 0 |\n| lesson 4 | 0.391 s | 1.54× | 1,933 |\n",
+        );
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\nLesson 4 took <!-- from speed.md, lesson 4, median time -->0.39 s,\n\
+             **<!-- from speed.md, lesson 4, × baseline -->1.54×**, with\n\
+             <!-- from speed.md, lesson 4, SYNs dropped -->1,933 drops; the baseline\n\
+             <!-- from speed.md, baseline, median time -->0.26 s.\n\n![a chart](img/chart.svg)\n\n\
+             {{#include generated/bench/speed.md}}\n",
+        );
+        assert_one(
+            &dir,
+            &[
+                "docs/src/introduction.md:6",
+                "`0.26` from speed.md (baseline, median time) is 0.25",
+            ],
         );
     }
 
