@@ -8,16 +8,11 @@
 //! cargo test -p lesson4-asyncio-style --test exercises -- --ignored exercise_keepalive_timeout
 //! ```
 
-use std::rc::Rc;
 use std::time::Duration;
 
 use lesson4_asyncio_style::connection_pool::ConnectionPool;
-use lesson4_asyncio_style::crawler::Crawler;
 use lesson4_asyncio_style::event_loop::{EventLoop, TestClock};
-use regex::Regex;
-use shared::fixtures::server::{Route, Site, TestServer};
-use shared::log::{Level, Log};
-use shared::{Config, Lesson};
+use shared::fixtures::server::{Site, TestServer};
 use url::Url;
 
 /// Exercise 1: never reuse a connection that has been idle for more than
@@ -54,51 +49,85 @@ fn exercise_keepalive_timeout() {
     event_loop.close();
 }
 
-/// Exercise 2: while it crawls, log a progress line every second at debug
-/// level (`-v`), `progress: D done, Q queued`, from a timer that re-arms
-/// itself with `call_later` — and is cancelled when the crawl ends (the
-/// loop is left with no timer). Eight
-/// pages that each take 700 ms, four at a time, keep the crawl going for
-/// more than a second.
+/// Exercise 2: a race. Add `gather::race(a, b)`: run two awaitables as
+/// tasks, return the outcome of whichever finishes first, and cancel the
+/// other, awaiting it, so that its cleanup has run when `race` returns
+/// (asyncio's `wait(..., return_when=FIRST_COMPLETED)`, then `cancel()`).
+/// On a test clock: a one-second sleep beats a one-minute one, the loser
+/// sees `Cancelled` at its `.await` and cleans up, and no timer or task is
+/// left; a winner that fails makes `race` fail, and still cancels the
+/// loser.
+#[cfg(feature = "exercise-race")]
 #[test]
-#[ignore = "exercise: a progress line every second"]
-fn exercise_progress_line() {
-    let links: String = (0..8)
-        .map(|i| format!(r#"<a href="/slow/{i}">{i}</a> "#))
-        .collect();
-    let site = (0..8).fold(Site::new().page("/", links), |site, i| {
-        site.route(
-            &format!("/slow/{i}"),
-            Route::html("slow").delay(Duration::from_millis(700)),
-        )
-    });
-    let server = TestServer::start(site);
-    let mut config = Config::new(Lesson::Four, [server.url("/")]);
-    config.log = Log::capture(Level::Debug);
-    config.max_tasks = 4;
-    // The crawl on a loop of the test's own, to look at it afterwards.
-    let event_loop = EventLoop::new().unwrap();
-    let crawler = Rc::new(Crawler::new(&config, 100).unwrap());
-    event_loop
-        .run_until_complete(crawler.clone().crawl())
+#[ignore = "exercise: race two awaitables, cancel the loser"]
+fn exercise_race() {
+    use lesson4_asyncio_style::future::is_cancelled;
+    use lesson4_asyncio_style::gather::race;
+    use lesson4_asyncio_style::sleep::sleep;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// Sets its flag when dropped: the loser's `finally`.
+    struct Cleanup(Rc<Cell<bool>>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
+    }
+
+    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let start = event_loop.time();
+    let (cleaned, saw_cancel) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(false)));
+    let (c, s) = (Rc::clone(&cleaned), Rc::clone(&saw_cancel));
+    let winner = event_loop
+        .run_until_complete(async move {
+            let slow = async move {
+                let _finally = Cleanup(c);
+                let slept = sleep(Duration::from_secs(60)).await;
+                s.set(matches!(&slept, Err(err) if is_cancelled(err)));
+                slept.map(|()| "slow")
+            };
+            let fast = async { sleep(Duration::from_secs(1)).await.map(|()| "fast") };
+            race(slow, fast).await
+        })
         .unwrap();
+    assert_eq!(winner, "fast");
+    assert_eq!(
+        event_loop.time() - start,
+        Duration::from_secs(1),
+        "the race took the winner's time, not the loser's"
+    );
+    assert!(
+        saw_cancel.get(),
+        "the loser did not see Cancelled at its .await"
+    );
+    assert!(
+        cleaned.get(),
+        "the loser's cleanup had not run when race returned"
+    );
     assert_eq!(
         event_loop.pending_timers(),
         0,
-        "the progress timer must be cancelled when the crawl ends"
+        "the loser's sleep left its timer"
+    );
+    assert_eq!(event_loop.pending_tasks(), 0, "a task of the race is left");
+
+    let failed = event_loop.run_until_complete(async {
+        let fails = async {
+            sleep(Duration::from_millis(10)).await?;
+            anyhow::bail!("it broke")
+        };
+        let waits = async { sleep(Duration::from_secs(60)).await.map(|()| "never") };
+        race(fails, waits).await
+    });
+    let err = failed.expect_err("a winner that fails makes the race fail");
+    assert_eq!(err.to_string(), "it broke");
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "the loser was not cancelled"
     );
     event_loop.close();
-    let report = crawler.report();
-    assert_eq!(report.urls().len(), 9);
-
-    let progress = Regex::new(r"^progress: \d+ done, \d+ queued$").unwrap();
-    let lines = config.log.lines();
-    let found: Vec<&String> = lines.iter().filter(|l| progress.is_match(l)).collect();
-    assert!(
-        !found.is_empty(),
-        "no progress line in:\n{}",
-        lines.join("\n")
-    );
 }
 
 /// Exercise 3: a bounded queue, asyncio's `Queue(maxsize)`. Add
@@ -116,6 +145,7 @@ fn exercise_bounded_queue() {
     use lesson4_asyncio_style::event_loop::get_running_loop;
     use lesson4_asyncio_style::queue::Queue;
     use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
 
     let event_loop = EventLoop::new().unwrap();
     let got = event_loop
