@@ -631,10 +631,10 @@ impl ProgramRun {
 
     /// The number on the report's `achieved concurrency = K` line.
     pub fn achieved_concurrency(&self) -> usize {
-        let concurrency = self.report().concurrency;
-        let concurrency = concurrency
-            .unwrap_or_else(|| panic!("no achieved concurrency line in:\n{}", self.stdout));
-        concurrency as usize
+        match self.report().concurrency {
+            Some(k) => k as usize,
+            None => panic!("no achieved concurrency line in:\n{}", self.stdout),
+        }
     }
 
     /// The URLs of the report's lines.
