@@ -22,7 +22,7 @@
 //! read so far, which address we are on — must now survive between two
 //! callbacks, so it moves into the `Fetcher` object. That is **stack
 //! ripping**, and the chapter's complaint about callbacks: the state and
-//! the control flow of one fetch are torn across five methods and a struct.
+//! the control flow of one fetch are torn across seven methods and a struct.
 //!
 //! ## How the callbacks reach the `Fetcher`
 //!

@@ -119,7 +119,9 @@ impl Fetcher {
         };
         self.outcome(result)
     }
+    // ANCHOR_END: fetch
 
+    // ANCHOR: get
     /// GET the URL: the tutorial's `fetch` coroutine, top to bottom. Every
     /// `.await` is a `yield from`.
     async fn get(&self) -> anyhow::Result<Response> {
@@ -148,7 +150,7 @@ impl Fetcher {
             .await
             .context("reading response")
     }
-    // ANCHOR_END: fetch
+    // ANCHOR_END: get
 
     // ANCHOR: outcome
     /// Turn the coroutine's result into what the crawler hears: the error

@@ -24,7 +24,7 @@
 //! the state back before returning `Pending`, remembering the last connect
 //! error, attaching each error's context by hand) is what `async fn` writes
 //! for us. Lesson 2's callbacks did the same bookkeeping, scattered over
-//! five methods; here it is at least in one place, and the compiler's
+//! seven methods; here it is at least in one place, and the compiler's
 //! version has none of it in the source at all.
 
 use std::future::Future as _;

@@ -172,19 +172,20 @@ impl<T: Clone + 'static> Future<T> {
 }
 
 // ANCHOR: poll
-/// `f.await`: the tutorial's `Future.__iter__`.
+/// Waiting on a future: the tutorial's `Future.__iter__`.
 ///
 /// ```python
 /// def __iter__(self):
-///     yield self          # Task.step adds itself as a done-callback
+///     yield self          # the task's step adds itself as a done-callback
 ///     return self.result  # resumed by set_result
 /// ```
 ///
 /// `poll` is both halves. If the result is set it returns it: no suspension
 /// at all, which is what the tutorial gets wrong for a future that finished
-/// before it was waited on. If not, it records the task's waker — the Rust
-/// spelling of "add `Task.step` as a done-callback" — and returns `Pending`,
-/// which suspends the coroutine all the way up to its `Task`.
+/// before it was waited on. If not, it records the waker of the task that
+/// polled — the Rust spelling of "add the task's `step` as a done-callback"
+/// — and returns `Pending`, which suspends the coroutine all the way up to
+/// whatever drives it.
 impl<T: Clone + 'static> std::future::Future for Future<T> {
     type Output = T;
 

@@ -282,8 +282,8 @@ pub struct CallerFn {
 
 /// The frame of [`CallerFn`]. Note that the sub-generator's whole frame is a
 /// field of the caller's: a coroutine that calls a coroutine *contains* it.
-/// `async fn` futures nest the same way, which is why a whole fetch, with all
-/// its sub-coroutines, is one value of a size known at compile time.
+/// The coroutines the compiler writes nest the same way, which is why a
+/// whole fetch, with all its sub-coroutines, is one value of a size known at compile time.
 #[derive(Debug, Clone)]
 pub enum CallerFrame {
     /// Made but not started.

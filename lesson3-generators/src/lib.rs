@@ -27,7 +27,7 @@
 //! `call_soon` callback, a task's step;
 //! `socket.rs` waits for readiness with a future that a reader callback
 //! resolves; `sleep` and `wait_for` are a timer and a deadline as futures;
-//! `fetch.rs` is one coroutine instead of five callbacks, and its errors
+//! `fetch.rs` is one coroutine instead of seven callbacks, and its errors
 //! carry context (`fetching URL: reading response: connection reset`);
 //! `crawler.rs` starts a task per URL whose coroutine is `fetch().await`
 //! followed by lesson 2's `fetched`. The crawl-wide state, the stop rule

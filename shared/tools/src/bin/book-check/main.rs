@@ -26,6 +26,9 @@
 //! - no terminal transcript is typed into a chapter (`$ ` lines come from
 //!   `transcripts`' generated pages), and a test file or a test's name set
 //!   in code exists in the code;
+//! - no listing uses a term before the section that teaches it: the code
+//!   names of a `glossary.md` entry (`**waker** (`Waker`)`) checked against
+//!   the page and heading its first link names;
 //! - a figure marked `<!-- from TABLE, ROW, COLUMN -->` is still what that
 //!   generated benchmark table says, so a rerun cannot leave a stale copy;
 //! - the generated diff pages match the code (as `lesson-diff --check`).
@@ -552,6 +555,71 @@ impl Checker<'_> {
 }
 
 /// Runs every check on the book in `root/docs`.
+/// A glossary entry: `**term** (`Code`, `names`) — … [3](lesson3.md#id)`.
+/// The bold term (when it is code) and the code in the parentheses are the
+/// names a listing uses; the first link to a chapter's heading is where the
+/// term is taught.
+static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)^\*\*(.+?)\*\*\s*(?:\(([^)]*)\))?.*?\]\(([\w./-]+\.md)#([\w-]+)\)")
+        .expect("constant regex")
+});
+
+impl Checker<'_> {
+    /// Checks that no listing uses a term before the section the glossary
+    /// says teaches it: a learner must not meet `Waker` in code they are
+    /// asked to read three sections before anyone says what a waker is.
+    fn check_term_order(&mut self, glossary: &Path, text: &str) {
+        static CODE: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"`([^`]+)`").expect("constant regex"));
+        let mut line = 1;
+        for paragraph in text.split("\n\n") {
+            let at = line;
+            line += paragraph.matches('\n').count() + 2;
+            let Some(cap) = ENTRY.captures(paragraph.trim_start()) else {
+                continue;
+            };
+            let names: Vec<&str> = [cap.get(1), cap.get(2)]
+                .into_iter()
+                .flatten()
+                .flat_map(|m| CODE.captures_iter(m.as_str()))
+                .filter_map(|c| c.get(1).map(|m| m.as_str()))
+                .collect();
+            let page = glossary.parent().unwrap_or(&self.src).join(&cap[3]);
+            let Ok(page_text) = fs::read_to_string(&page) else {
+                continue; // a broken link: check_links reports it
+            };
+            let dir = page.parent().unwrap_or(&self.src);
+            let expanded = includes::expand(&page_text, dir, 0);
+            let Some(blocks) =
+                markdown::code_before_heading(&expanded, &cap[4], self.smart_punctuation)
+            else {
+                continue; // a broken fragment: check_links reports it
+            };
+            for name in names {
+                let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                let pattern = format!(
+                    "{}{}{}",
+                    if word(name.chars().next()) { r"\b" } else { "" },
+                    regex::escape(name),
+                    if word(name.chars().last()) { r"\b" } else { "" },
+                );
+                let Ok(pattern) = Regex::new(&pattern) else {
+                    continue;
+                };
+                if let Some((section, _)) = blocks.iter().find(|(_, code)| pattern.is_match(code)) {
+                    let message = format!(
+                        "`{name}` is in a listing of {} (under \"{section}\") before #{}, \
+                         where this entry says it is taught: teach it first, or show the \
+                         listing later",
+                        &cap[3], &cap[4]
+                    );
+                    self.problem(glossary, at, message);
+                }
+            }
+        }
+    }
+}
+
 fn check_book(root: &Path) -> Result<Outcome> {
     let root = normalize(root);
     let docs = root.join("docs");
@@ -605,6 +673,11 @@ fn check_book(root: &Path) -> Result<Outcome> {
             checker.check_code_names(page, text, &code);
             checker.check_figures(page, text);
         }
+    }
+
+    let glossary = src.join("glossary.md");
+    if let Some((page, text)) = texts.iter().find(|(page, _)| **page == glossary) {
+        checker.check_term_order(page, text);
     }
 
     // Reachability: a page mdBook builds is a SUMMARY entry; a page a
@@ -945,6 +1018,45 @@ mod tests {
                 "`0.26` from speed.md (baseline, median time) is 0.25",
             ],
         );
+    }
+
+    #[test]
+    fn a_term_in_a_listing_before_the_section_that_teaches_it() {
+        let dir = sound_book("term-order");
+        dir.write(
+            "docs/src/SUMMARY.md",
+            "# Summary\n\n[Introduction](introduction.md)\n\n- [Lesson 1](lesson1.md)\n- [Glossary](glossary.md)\n",
+        );
+        dir.write(
+            "docs/src/glossary.md",
+            "# Glossary\n\n**waker** (`Waker`) — says poll me again.\n[lesson 1](lesson1.md#wakers)\n\n\
+             **pool** — no code names, not checked. [lesson 1](lesson1.md#wakers)\n",
+        );
+        // Taught after the listing that uses it: one problem, on the entry.
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n## The pool\n\n```rust\n{{#include ../../crate/src/pool.rs:pool}}\n```\n\n## Wakers\n\nA waker.\n",
+        );
+        dir.write(
+            "crate/src/pool.rs",
+            "// ANCHOR: pool\npub struct Pool(std::task::Waker);\n// ANCHOR_END: pool\n",
+        );
+        assert_one(
+            &dir,
+            &["glossary.md:3:", "`Waker`", "under \"The pool\"", "#wakers"],
+        );
+        // A longer name that merely contains it is not a use.
+        dir.write(
+            "crate/src/pool.rs",
+            "// ANCHOR: pool\npub struct Pool(TaskWakerSlot);\n// ANCHOR_END: pool\n",
+        );
+        assert_eq!(problems(&dir), Vec::<String>::new());
+        // Taught first, used after: sound.
+        dir.write(
+            "docs/src/lesson1.md",
+            "# Lesson 1\n\n## Wakers\n\nA waker.\n\n## The pool\n\n```rust\nlet w: Waker;\n```\n",
+        );
+        assert_eq!(problems(&dir), Vec::<String>::new());
     }
 
     #[test]

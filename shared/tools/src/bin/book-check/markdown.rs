@@ -183,6 +183,50 @@ pub fn transcript_lines(text: &str) -> Vec<usize> {
     out
 }
 
+/// The fenced code of `text` (a page with its includes expanded) that
+/// comes before the heading whose id is `id`, each block with the heading
+/// it sits under; `None` if no heading has that id.
+pub fn code_before_heading(
+    text: &str,
+    id: &str,
+    smart_punctuation: bool,
+) -> Option<Vec<(String, String)>> {
+    let mut used = HashSet::new();
+    let mut blocks = Vec::new();
+    let mut section = String::new();
+    let mut heading: Option<(Option<String>, String)> = None;
+    let mut block: Option<String> = None;
+    for event in Parser::new_ext(text, options(smart_punctuation)) {
+        match event {
+            Event::Start(Tag::Heading { id, .. }) => {
+                heading = Some((id.map(|id| id.to_string()), String::new()));
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                let (custom, content) = heading.take()?;
+                let this =
+                    custom.unwrap_or_else(|| unique_id(&id_from_content(&content), &mut used));
+                if this == id {
+                    return Some(blocks);
+                }
+                section = content;
+            }
+            Event::Start(Tag::CodeBlock(_)) => block = Some(String::new()),
+            Event::End(TagEnd::CodeBlock) => {
+                blocks.extend(block.take().map(|code| (section.clone(), code)));
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(code) = &mut block {
+                    code.push_str(&t);
+                } else if let Some((_, content)) = &mut heading {
+                    content.push_str(&t);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// mdBook's `unique_id`: the id itself the first time, then `id-1`, `id-2`…
 fn unique_id(id: &str, used: &mut HashSet<String>) -> String {
     if used.insert(id.to_string()) {
