@@ -8,7 +8,12 @@
 //!   policy it was judged by, and reads back as the same URL from its own
 //!   text; the page's `TOTAL` is the number of links, and they are distinct;
 //! - the links do not depend on how the page was cut into reads: the body
-//!   fed to the parser in pieces gives the same analysis as fed whole.
+//!   fed to the parser in pieces gives the same analysis as fed whole;
+//! - the fast link finder agrees with its definition: `extract_hrefs`,
+//!   `find_base` and `extract_links` give exactly what
+//!   `shared::links::reference` gives, the course's link pattern run through
+//!   the regex engine as the crawler did before the finder was written by
+//!   hand (a differential fuzzer: old against new, on every input).
 //!
 //! Input layout: a flags byte (bit 0: put a `<base href>` first; bit 1:
 //! lenient host matching), four read-size seeds, then the page URL up to the
@@ -18,7 +23,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shared::http::{Response, ResponseParser};
-use shared::links::UrlPolicy;
+use shared::links::{self, reference, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::page::{analyze, Analysis};
 use url::Url;
@@ -67,7 +72,25 @@ fuzz_target!(|data: &[u8]| {
     }
     let from_split = analyze(&page_url, &split, &policy, &log);
     assert_eq!(from_split.links, links, "the links depend on the reads");
+
+    // Old against new, on the raw page and under both the page URL and a
+    // URL with a query and a port, so the fast paths' corners are reached.
+    assert_eq!(links::extract_hrefs(&page), reference::extract_hrefs(&page));
+    assert_eq!(links::find_base(&page), reference::find_base(&page));
+    for base in [&page_url, &other_page()] {
+        assert_eq!(
+            links::extract_links(&page, base),
+            reference::extract_links(&page, base),
+            "the fast finder and the regex disagree under {base}"
+        );
+    }
 });
+
+/// A second page URL for the differential check: a port, a deep path, a
+/// query and userinfo, all of which resolution must carry or drop.
+fn other_page() -> Url {
+    Url::parse("https://user:pw@example.com:8443/a/b/c.html?q=1").expect("a constant URL")
+}
 
 /// `input` up to its first newline, and what follows it.
 fn line(input: &[u8]) -> (&[u8], &[u8]) {
