@@ -3,7 +3,7 @@
 //! [`LINK_PATTERN`] is what a link is; the functions here apply it the
 //! straightforward way, the regex engine matching at every place the
 //! literal `href` is found, and give the answers the crawler gave before
-//! [`super::raw_hrefs`] learned to read a match by hand. They are not on any
+//! `raw_hrefs` learned to read a match by hand. They are not on any
 //! crawl's path: the differential tests and the `find_links` fuzz target
 //! compare the fast functions with these, byte for byte, on every page they
 //! try.
