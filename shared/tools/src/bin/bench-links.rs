@@ -310,10 +310,20 @@ fn report(name: &str, pages: &[(Url, Vec<u8>)]) {
     );
     println!("| function | this code | the regex (`links::reference`) | × |");
     println!("|---|---:|---:|---:|");
-    let (new, old) = paired(pages, |b, _| extract_hrefs(b), |b, _| reference::extract_hrefs(b));
-    println!("| `extract_hrefs` | {new:.0} MB/s | {old:.0} MB/s | {:.2}× |", new / old);
+    let (new, old) = paired(
+        pages,
+        |b, _| extract_hrefs(b),
+        |b, _| reference::extract_hrefs(b),
+    );
+    println!(
+        "| `extract_hrefs` | {new:.0} MB/s | {old:.0} MB/s | {:.2}× |",
+        new / old
+    );
     let (new, old) = paired(pages, extract_links, reference::extract_links);
-    println!("| `extract_links` | {new:.0} MB/s | {old:.0} MB/s | {:.2}× |", new / old);
+    println!(
+        "| `extract_links` | {new:.0} MB/s | {old:.0} MB/s | {:.2}× |",
+        new / old
+    );
     println!();
 }
 

@@ -121,7 +121,7 @@ pub struct Running {
     started: Instant,
     /// The CPU time of this process's waited-for children when it was
     /// started: the growth, once it has been waited for, is its own.
-    children_cpu: Duration,
+    children_cpu: Cpu,
     /// Collects stdout; returns the bytes and when the pipe closed, which is
     /// when the process exited, to the microsecond (the exit is otherwise
     /// only seen by polling).
@@ -141,36 +141,63 @@ pub struct Finished {
     pub stdout: String,
     /// The end of what it printed on stderr.
     pub stderr: String,
-    /// The CPU time (user + system) it used, its own children's included.
-    pub cpu: Duration,
+    /// The CPU time it used, its own children's included.
+    pub cpu: Cpu,
 }
 
-/// The CPU time (user + system) of this process's children that have been
-/// waited for (`getrusage(RUSAGE_CHILDREN)`). The bench waits for one
-/// crawler at a time, so a crawler's own CPU time is the growth of this
-/// across its run.
-fn children_cpu() -> Duration {
+/// CPU time, split where it was spent: in the program's own code (user) and
+/// in the kernel on its behalf (system).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cpu {
+    pub user: Duration,
+    pub system: Duration,
+}
+
+impl Cpu {
+    /// User + system.
+    pub fn total(self) -> Duration {
+        self.user + self.system
+    }
+
+    /// The growth from `earlier` to `self`.
+    pub fn since(self, earlier: Cpu) -> Cpu {
+        Cpu {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
+/// The CPU time of this process's children that have been waited for
+/// (`getrusage(RUSAGE_CHILDREN)`). The bench waits for one crawler at a
+/// time, so a crawler's own CPU time is the growth of this across its run.
+fn children_cpu() -> Cpu {
     use nix::sys::resource::{getrusage, UsageWho};
-    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(Duration::ZERO, |usage| {
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(Cpu::default(), |usage| {
         let time = |t: nix::sys::time::TimeVal| {
             Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
         };
-        time(usage.user_time()) + time(usage.system_time())
+        Cpu {
+            user: time(usage.user_time()),
+            system: time(usage.system_time()),
+        }
     })
 }
 
-/// CPU time (user + system) a process has used so far, all its threads
-/// (`None` for `pid`: this process).
-pub fn cpu_of(pid: Option<u32>) -> Option<Duration> {
+/// CPU time a process has used so far, all its threads (`None` for `pid`:
+/// this process).
+pub fn cpu_of(pid: Option<u32>) -> Option<Cpu> {
     let process = match pid {
         None => procfs::process::Process::myself(),
         Some(pid) => procfs::process::Process::new(i32::try_from(pid).ok()?),
     };
     let stat = process.ok()?.stat().ok()?;
-    let ticks = (stat.utime + stat.stime) as f64;
-    Some(Duration::from_secs_f64(
-        ticks / procfs::ticks_per_second() as f64,
-    ))
+    let secs =
+        |ticks: u64| Duration::from_secs_f64(ticks as f64 / procfs::ticks_per_second() as f64);
+    Some(Cpu {
+        user: secs(stat.utime),
+        system: secs(stat.stime),
+    })
 }
 
 /// The processes whose parent is `pid` (an nginx master's workers).
@@ -305,7 +332,7 @@ impl Running {
             elapsed: end.saturating_duration_since(self.started),
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: tail(&String::from_utf8_lossy(&stderr), 2000),
-            cpu: children_cpu().saturating_sub(self.children_cpu),
+            cpu: children_cpu().since(self.children_cpu),
         }
     }
 }
@@ -367,7 +394,7 @@ mod tests {
         let done = run.wait(Duration::from_secs(20));
         assert_eq!(done.status.and_then(|s| s.code()), Some(3));
         assert_eq!(done.stdout, "hi\n");
-        assert!(done.cpu > Duration::ZERO, "{:?}", done.stderr);
+        assert!(done.cpu.total() > Duration::ZERO, "{:?}", done.stderr);
         assert!(cpu_of(None).is_some());
         assert!(listen_overflows().is_some());
     }

@@ -198,6 +198,7 @@ impl Server {
         std::iter::once(me)
             .chain(children_of(me))
             .filter_map(|pid| crate::procs::cpu_of(Some(pid)))
+            .map(crate::procs::Cpu::total)
             .sum()
     }
 

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use shared::fixtures::sitegen::{generate, GeneratedSite, SiteSpec};
 
 use crate::output::{self, median, secs, thousands};
-use crate::procs::{self, Running};
+use crate::procs::{self, Cpu, Running};
 use crate::servers::{self, Kind, Server};
 use crate::{baseline, Ctx};
 use shared::report::PrintedReport as Report;
@@ -186,9 +186,9 @@ struct Contender {
     times: Vec<Duration>,
     /// Achieved concurrency reported by each correct run.
     concurrency: Vec<u64>,
-    /// CPU time (user + system) of each correct run: the crawler's, or the
-    /// bench process's for the baseline.
-    cpu: Vec<Duration>,
+    /// CPU time of each correct run: the crawler's, or the bench process's
+    /// for the baseline.
+    cpu: Vec<Cpu>,
     /// The server's CPU time during each correct run.
     server_cpu: Vec<Duration>,
     /// Connection attempts dropped by a full accept queue during each
@@ -219,7 +219,7 @@ impl Contender {
 /// What one measurement gave.
 enum Outcome {
     /// A correct run: wall time, achieved concurrency, CPU time.
-    Ok(Duration, u64, Duration),
+    Ok(Duration, u64, Cpu),
     /// A run that finished with the wrong result, or did not finish.
     Bad(String),
 }
@@ -297,7 +297,7 @@ fn run_on(
                                     f.first_retry_error.as_deref().unwrap_or("?")
                                 );
                             }
-                            Outcome::Ok(f.elapsed, spec.concurrency as u64, cpu - before)
+                            Outcome::Ok(f.elapsed, spec.concurrency as u64, cpu.since(before))
                         }
                         Err(e) => Outcome::Bad(format!("{e:#}")),
                     }
@@ -318,7 +318,7 @@ fn run_on(
                     format!(
                         "{} (concurrency {conc}, CPU {}, server CPU {}, SYNs dropped {overflows})",
                         secs(t),
-                        secs(cpu),
+                        secs(cpu.total()),
                         secs(server_cpu)
                     )
                 }
@@ -340,7 +340,50 @@ fn run_on(
         }
     }
 
-    render(ctx, spec, site, server, &warm, &contenders, missing)
+    let links = time_link_finding(site, &origin);
+    render(ctx, spec, site, server, &warm, &contenders, missing, &links)
+}
+
+/// How long finding and resolving the links of every HTML page of the site
+/// takes, timed alone in this process on the same bytes the crawlers read:
+/// with `shared::links` as the lessons use it, and with the regex way it
+/// replaced (`shared::links::reference`). The fastest of five passes each,
+/// the two alternating: the figure is what the code costs, not what a busy
+/// moment made of it.
+struct LinkFinding {
+    pages: usize,
+    now: Duration,
+    regex: Duration,
+}
+
+fn time_link_finding(site: &GeneratedSite, origin: &str) -> LinkFinding {
+    let pages: Vec<(url::Url, &[u8])> = site
+        .files
+        .iter()
+        .filter(|(_, file)| file.content_type.starts_with("text/html"))
+        .filter_map(|(path, file)| {
+            let url = url::Url::parse(&format!("{origin}{path}")).ok()?;
+            Some((url, file.bytes.as_slice()))
+        })
+        .collect();
+    let pass = |f: &dyn Fn(&[u8], &url::Url) -> usize| {
+        let start = std::time::Instant::now();
+        let links: usize = pages.iter().map(|(url, body)| f(body, url)).sum();
+        std::hint::black_box(links);
+        start.elapsed()
+    };
+    let (mut now, mut regex) = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        now = now.min(pass(&|b, u| shared::links::extract_links(b, u).len()));
+        regex = regex.min(pass(&|b, u| {
+            shared::links::reference::extract_links(b, u).len()
+        }));
+    }
+    LinkFinding {
+        pages: pages.len(),
+        now,
+        regex,
+    }
 }
 
 /// One whole crawl by lesson `n`, checked against the expected URL set.
@@ -404,6 +447,7 @@ fn render(
     warm: &baseline::Fetched,
     contenders: &[Contender],
     missing: &[(u8, String)],
+    links: &LinkFinding,
 ) -> Result<Table> {
     let urls = warm.responses as f64;
     let mut args = format!(
@@ -491,7 +535,8 @@ fn render(
                 why.replace('|', "\\|").replace('\n', " ")
             ),
         };
-        let cpu = median(&c.cpu).map_or("—".to_string(), secs);
+        let totals: Vec<Duration> = c.cpu.iter().map(|c| c.total()).collect();
+        let cpu = median(&totals).map_or("—".to_string(), secs);
         let server_cpu = median(&c.server_cpu).map_or("—".to_string(), secs);
         let mut overflows = c.overflows.clone();
         overflows.sort_unstable();
@@ -541,8 +586,62 @@ fn render(
         thousands(warm.connections as u64),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
+    where_the_cpu_goes(&mut md, contenders, links, warm.responses);
     Ok(Table {
         markdown: md,
         tsv: output::tsv_text(tsv)?,
     })
+}
+
+/// The second table: each crawler's CPU time split into user space and the
+/// kernel, per crawl and per URL, beside what finding links costs alone.
+fn where_the_cpu_goes(md: &mut String, contenders: &[Contender], links: &LinkFinding, urls: usize) {
+    let per_url = |d: Duration| {
+        format!(
+            "{} ({:.1} µs a URL)",
+            secs(d),
+            d.as_secs_f64() * 1e6 / urls.max(1) as f64
+        )
+    };
+    md.push_str(
+        "\n#### Where the CPU time goes\n\n\
+         | crawler | user space | kernel | user space less link finding |\n\
+         |---|---:|---:|---:|\n",
+    );
+    for c in contenders {
+        let users: Vec<Duration> = c.cpu.iter().map(|c| c.user).collect();
+        let systems: Vec<Duration> = c.cpu.iter().map(|c| c.system).collect();
+        let (Some(user), Some(system)) = (median(&users), median(&systems)) else {
+            continue;
+        };
+        let rest = if c.lesson.is_some() {
+            per_url(user.saturating_sub(links.now))
+        } else {
+            "—".to_string()
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {rest} |",
+            c.label,
+            per_url(user),
+            per_url(system)
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nLink finding is timed alone in the bench process, on the same {} HTML pages the \
+         crawlers parse (each once; a crawl parses a directory's index twice, under both of \
+         its URLs), the fastest of five passes: **{}** with `shared::links` as the lessons \
+         use it ({:.1} µs a page), and {} with the regex way it replaced \
+         (`shared::links::reference`, {:.1} µs a page). The last column subtracts the first \
+         figure from each lesson's user time: what is left is the lesson's own work (its loop \
+         or threads, the seen-set and queue, the report) and the rest of `shared` (the HTTP \
+         parser, the URL policy). User and kernel times are medians of the correct runs, \
+         from `getrusage` of the crawler (of the bench process for the baseline).",
+        thousands(links.pages as u64),
+        secs(links.now),
+        links.now.as_secs_f64() * 1e6 / links.pages.max(1) as f64,
+        secs(links.regex),
+        links.regex.as_secs_f64() * 1e6 / links.pages.max(1) as f64,
+    );
 }
