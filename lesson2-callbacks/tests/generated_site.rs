@@ -19,7 +19,7 @@ fn outcomes(report: &CrawlReport) -> BTreeMap<String, String> {
         .map(|s| {
             let mut s = s.clone();
             s.num_new_urls = 0;
-            (s.url.clone(), shared::report::line(&s))
+            (s.url.clone(), shared::report::line(&s).to_string())
         })
         .collect()
 }

@@ -393,7 +393,7 @@ pub fn malformed_response(lesson: Lesson, crawl: CrawlFn) {
     assert_eq!(kind_of(&report, &u("/empty")), Some(FailKind::Reset));
     assert_eq!(stat(&report, &u("/ok")).status, Some(200));
     for path in ["/garbage", "/short", "/badchunk", "/empty"] {
-        let line = crate::report::line(stat(&report, &u(path)));
+        let line = crate::report::line(stat(&report, &u(path))).to_string();
         assert!(line.starts_with(&format!("{} error ", u(path))), "{line}");
     }
 }
@@ -547,7 +547,7 @@ pub fn answered_but_broken(lesson: Lesson, crawl: CrawlFn) {
     assert_eq!(kind_of(&report, &root), Some(FailKind::Protocol));
     assert_eq!(stat(&report, &root).status, Some(200));
     assert!(report.received_any_status());
-    let line = crate::report::line(stat(&report, &root));
+    let line = crate::report::line(stat(&report, &root)).to_string();
     assert!(line.starts_with(&format!("{root} error ")), "{line}");
 }
 
@@ -578,7 +578,7 @@ pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config);
     let lines = config.log.lines();
     for s in &report.stats {
-        let line = crate::report::line(s);
+        let line = crate::report::line(s).to_string();
         assert!(lines.contains(&line), "no log line {line:?} in {lines:#?}");
     }
 }

@@ -8,7 +8,7 @@
 //! be compared by comparing their reports.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
+use std::fmt::{self, Write};
 use std::time::Duration;
 
 use crate::stats::FetchStatistic;
@@ -85,8 +85,7 @@ impl CrawlReport {
     pub fn render(&self) -> String {
         let mut out = String::from("*** Report ***\n");
         for stat in self.sorted() {
-            out.push_str(&line(stat));
-            out.push('\n');
+            let _ = writeln!(out, "{}", line(stat));
         }
         let secs = self.elapsed.as_secs_f64();
         let done = self.stats.len();
@@ -117,28 +116,44 @@ impl CrawlReport {
 }
 
 /// One URL's report line (also the `info` log line printed when it finishes).
-pub fn line(stat: &FetchStatistic) -> String {
-    if let Some(err) = &stat.error {
-        return format!("{} error {}", stat.url, err);
-    }
-    let status = stat
-        .status
-        .map_or_else(|| "-".to_string(), |s| s.to_string());
-    if let Some(next) = &stat.next_url {
-        return format!("{} {status} redirect {next}", stat.url);
-    }
-    let content_type = stat.content_type.as_deref().unwrap_or("-");
-    let encoding = stat.encoding.as_deref().unwrap_or("-");
-    if stat.status == Some(200) && content_type == "text/html" {
-        format!(
-            "{} {status} {content_type} {encoding} {} {}/{}",
-            stat.url, stat.size, stat.num_new_urls, stat.num_urls
-        )
-    } else {
-        format!(
-            "{} {status} {content_type} {encoding} {}",
-            stat.url, stat.size
-        )
+///
+/// It is written out only when displayed, so a quiet crawl (`-q`), whose
+/// log never prints it, never spends a `String` on it.
+pub fn line(stat: &FetchStatistic) -> Line<'_> {
+    Line(stat)
+}
+
+/// [`line`]'s result: a report line, formatted when displayed.
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'a>(&'a FetchStatistic);
+
+impl fmt::Display for Line<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stat = self.0;
+        if let Some(err) = &stat.error {
+            return write!(f, "{} error {}", stat.url, err);
+        }
+        let status = stat
+            .status
+            .map_or_else(|| "-".to_string(), |s| s.to_string());
+        if let Some(next) = &stat.next_url {
+            return write!(f, "{} {status} redirect {next}", stat.url);
+        }
+        let content_type = stat.content_type.as_deref().unwrap_or("-");
+        let encoding = stat.encoding.as_deref().unwrap_or("-");
+        if stat.status == Some(200) && content_type == "text/html" {
+            write!(
+                f,
+                "{} {status} {content_type} {encoding} {} {}/{}",
+                stat.url, stat.size, stat.num_new_urls, stat.num_urls
+            )
+        } else {
+            write!(
+                f,
+                "{} {status} {content_type} {encoding} {}",
+                stat.url, stat.size
+            )
+        }
     }
 }
 
