@@ -341,7 +341,9 @@ fn run_on(
     }
 
     let links = time_link_finding(site, &origin);
-    render(ctx, spec, site, server, &warm, &contenders, missing, &links)
+    let mut table = render(ctx, spec, site, server, &warm, &contenders, missing)?;
+    where_the_cpu_goes(&mut table.markdown, &contenders, &links, warm.responses);
+    Ok(table)
 }
 
 /// How long finding and resolving the links of every HTML page of the site
@@ -447,7 +449,6 @@ fn render(
     warm: &baseline::Fetched,
     contenders: &[Contender],
     missing: &[(u8, String)],
-    links: &LinkFinding,
 ) -> Result<Table> {
     let urls = warm.responses as f64;
     let mut args = format!(
@@ -586,7 +587,6 @@ fn render(
         thousands(warm.connections as u64),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
-    where_the_cpu_goes(&mut md, contenders, links, warm.responses);
     Ok(Table {
         markdown: md,
         tsv: output::tsv_text(tsv)?,
