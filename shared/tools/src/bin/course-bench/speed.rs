@@ -629,19 +629,22 @@ fn where_the_cpu_goes(md: &mut String, contenders: &[Contender], links: &LinkFin
     }
     let _ = writeln!(
         md,
-        "\nLink finding is timed alone in the bench process, on the same {} HTML pages the \
-         crawlers parse (each once; a crawl parses a directory's index twice, under both of \
-         its URLs), the fastest of five passes: **{}** with `shared::links` as the lessons \
-         use it ({:.1} µs a page), and {} with the regex way it replaced \
-         (`shared::links::reference`, {:.1} µs a page). The last column subtracts the first \
-         figure from each lesson's user time: what is left is the lesson's own work (its loop \
-         or threads, the seen-set and queue, the report) and the rest of `shared` (the HTTP \
-         parser, the URL policy). User and kernel times are medians of the correct runs, \
-         from `getrusage` of the crawler (of the bench process for the baseline).",
+        "| link finding alone: `shared::links` | {} | — | — |\n\
+         | link finding alone: the regex way (`links::reference`) | {} | — | — |",
+        per_url(links.now),
+        per_url(links.regex)
+    );
+    let _ = writeln!(
+        md,
+        "\nUser and kernel times are medians of the correct runs, from `getrusage` of the \
+         crawler (of the bench process for the baseline), shown per crawl and per URL of \
+         the report. *Link finding alone* is finding and resolving the links of the same {} \
+         HTML pages the crawlers parse, timed in the bench process, the fastest of five \
+         passes: with `shared::links` as every lesson uses it, and with the regex way it \
+         replaced (`shared::links::reference`, which gives the same links). The last column \
+         subtracts the first of those from each lesson's user time: what is left is the \
+         lesson's own work (its threads or loop, tasks, the seen-set and queue) and the rest \
+         of `shared` (the HTTP parser, the URL policy, the report).",
         thousands(links.pages as u64),
-        secs(links.now),
-        links.now.as_secs_f64() * 1e6 / links.pages.max(1) as f64,
-        secs(links.regex),
-        links.regex.as_secs_f64() * 1e6 / links.pages.max(1) as f64,
     );
 }
