@@ -7,6 +7,7 @@
 //! cargo run --release -p course-tools --bin course-bench -- fds --links 10000
 //! cargo run --release -p course-tools --bin course-bench -- chart
 //! cargo run --release -p course-tools --bin course-bench -- timelines
+//! cargo run --release -p course-tools --bin course-bench -- docs
 //! ```
 //!
 //! The spec sets three targets that no unit test can check, because they are
@@ -26,6 +27,7 @@
 //! | [`fds`] | lessons 2 and 3 under `ulimit -n 1024` |
 //! | [`chart`] | hand-written SVG bar charts of the results |
 //! | [`timelines`] | each lesson's trace of one slow site, drawn for the chapters |
+//! | [`docs`] | lessons 1 and 4 crawling the toolchain's Rust documentation from nginx, beside the baseline |
 //! | [`servers`] | the two site servers: the course's own `serve` and nginx, as child processes |
 //! | [`procs`] | running a lesson under a descriptor limit, timing it, reading `/proc` |
 //! | [`output`] | parsing a lesson's report; the Markdown and TSV files; the machine's description |
@@ -38,6 +40,7 @@
 
 mod baseline;
 mod chart;
+mod docs;
 mod fds;
 mod memory;
 mod output;
@@ -168,6 +171,8 @@ enum Command {
     Chart,
     /// Each lesson crawls one slow site with --trace; draw the traces.
     Timelines(timelines::Args),
+    /// Lessons 1 and 4 crawl the Rust documentation from nginx, beside the baseline.
+    Docs(docs::Args),
     /// Speed (both servers), memory, fds, chart, timelines, with the defaults.
     All,
 }
@@ -226,7 +231,7 @@ fn run() -> Result<()> {
     let child_nofile = hard.min(WANTED_NOFILE);
     if matches!(
         command,
-        Command::Speed(_) | Command::Memory(_) | Command::Fds(_) | Command::All
+        Command::Speed(_) | Command::Memory(_) | Command::Fds(_) | Command::Docs(_) | Command::All
     ) {
         raise_own_limit(child_nofile)?;
     }
@@ -244,6 +249,7 @@ fn run() -> Result<()> {
         Command::Memory(args) => memory::command(&ctx, args),
         Command::Fds(args) => fds::command(&ctx, args),
         Command::Timelines(args) => timelines::command(&ctx, args),
+        Command::Docs(args) => docs::command(&ctx, args),
         Command::Chart => chart::draw(&ctx),
         Command::All => {
             // Each part with its defaults. One part failing (say, nginx

@@ -261,9 +261,18 @@ fn signal(pid: u32, signal: nix::sys::signal::Signal) {
 /// outside `prefix`.
 fn nginx_conf(prefix: &Path, root: &Path, port: u16, nofile: usize) -> String {
     let p = prefix.display();
+    // Started by root, nginx's workers would run as `nobody`, who cannot
+    // read a folder under root's home (the toolchain's documentation, say):
+    // they run as the bench's own user instead. Started by anyone else,
+    // they are that user already, and the directive would only be warned of.
+    let user = if nix::unistd::geteuid().is_root() {
+        "user root;\n"
+    } else {
+        ""
+    };
     format!(
         "# Written by course-bench; removed when the benchmark ends.
-daemon off;
+{user}daemon off;
 master_process on;
 worker_processes auto;
 worker_rlimit_nofile {nofile};
