@@ -67,7 +67,11 @@ pub struct Crawler {
     trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
     /// the first time any thread finds it. Behind a lock because every
-    /// thread reads *and* changes it; see [`Crawler::add_urls`].
+    /// thread reads *and* changes it; see [`Crawler::add_urls`]. `std`'s
+    /// `HashSet` hashes with SipHash under keys drawn at random for each
+    /// process, and that matters here: the pages choose these URLs, and a
+    /// hash they could predict would let a hostile site send links that all
+    /// land in one bucket, making every look-up slow (hash flooding).
     seen_urls: Mutex<HashSet<Url>>,
     /// One statistic per finished URL, in the order they finished.
     done: Mutex<Vec<FetchStatistic>>,
