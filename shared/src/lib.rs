@@ -11,7 +11,8 @@
 //! | [`http`] | `GET` request writing and an incremental response parser fed bytes as they arrive |
 //! | [`links`] | the course's link regex, URL resolution and the URL policy (hosts, schemes, `--exclude`) |
 //! | [`robots`] | robots.txt (RFC 9309): the rules that apply to this crawler, whether a URL is allowed, the crawl delay |
-//! | [`schedule`] | politeness: the next start of a fetch to a host, a delay after the last |
+//! | [`schedule`] | politeness (the next start of a fetch to a host, a delay after the last) and `--max-pages`/`--max-depth` counts |
+//! | [`status`] | the live status line: its counts and text, how often it is redrawn |
 //! | [`page`] | turning a parsed response into a [`stats::FetchStatistic`] plus the links to follow |
 //! | [`net`] | resolving a host once per crawl, the `https` refusal, the open-file limit |
 //! | [`stats`] | `FetchStatistic`, `FetchError` and its kinds (the report's `fail_<kind>` keys) |
@@ -36,6 +37,7 @@ pub mod report;
 pub mod robots;
 pub mod schedule;
 pub mod stats;
+pub mod status;
 pub mod trace;
 
 pub use cli::{Config, Lesson};

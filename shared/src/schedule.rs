@@ -18,6 +18,11 @@
 //! are two hosts.
 //!
 //! The schedule only grows with the hosts a crawl meets, one entry each.
+//!
+//! [`CrawlLimits`] is the other thing a crawl of someone else's site needs
+//! to count: `--max-pages` (fetches started in the whole crawl) and
+//! `--max-depth` (roots are depth 0; the links of a page at the last depth
+//! are not followed).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -79,6 +84,47 @@ impl HostSchedule {
     }
 }
 
+/// `--max-pages` and `--max-depth`, and the pages started so far.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlLimits {
+    max_pages: Option<usize>,
+    max_depth: Option<usize>,
+    started: usize,
+}
+
+impl CrawlLimits {
+    /// Limits of `max_pages` page fetches and `max_depth` levels (`None`:
+    /// no limit).
+    pub fn new(max_pages: Option<usize>, max_depth: Option<usize>) -> CrawlLimits {
+        CrawlLimits {
+            max_pages,
+            max_depth,
+            started: 0,
+        }
+    }
+
+    /// Count one more page fetch, if the limit allows it: `false` once
+    /// `max_pages` have been started (robots.txt fetches and blocked URLs
+    /// are not counted: they are not pages the crawl fetched).
+    pub fn try_start_page(&mut self) -> bool {
+        if self.max_pages.is_some_and(|max| self.started >= max) {
+            return false;
+        }
+        self.started += 1;
+        true
+    }
+
+    /// Whether the links found on a page at `depth` are queued.
+    pub fn follows_links_at(&self, depth: usize) -> bool {
+        self.max_depth.is_none_or(|max| depth < max)
+    }
+
+    /// Page fetches started so far.
+    pub fn started(&self) -> usize {
+        self.started
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +163,26 @@ mod tests {
         let t0 = Instant::now();
         s.next_slot("slow:80", t0);
         assert_eq!(s.next_slot("slow:80", t0), t0 + Duration::from_secs(2));
+    }
+
+    #[test]
+    fn page_and_depth_limits_are_exact() {
+        let mut limits = CrawlLimits::new(Some(3), Some(1));
+        assert!(limits.try_start_page());
+        assert!(limits.try_start_page());
+        assert!(limits.try_start_page());
+        assert!(!limits.try_start_page());
+        assert!(!limits.try_start_page());
+        assert_eq!(limits.started(), 3);
+        // Roots are depth 0: their links (depth 1) are queued; depth-1
+        // pages' links are not.
+        assert!(limits.follows_links_at(0));
+        assert!(!limits.follows_links_at(1));
+        let none = CrawlLimits::new(None, None);
+        assert!(none.follows_links_at(1_000_000));
+        let mut zero = CrawlLimits::new(Some(0), Some(0));
+        assert!(!zero.try_start_page());
+        assert!(!zero.follows_links_at(0));
     }
 
     #[test]

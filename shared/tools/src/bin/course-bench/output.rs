@@ -23,18 +23,8 @@ pub fn median(values: &[Duration]) -> Option<Duration> {
     }
 }
 
-/// `12,345`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// `12,345`: the one copy, in `shared`.
+pub use shared::status::thousands;
 
 /// Bytes for humans: `512 B`, `3.4 KiB`, `12.0 MiB`.
 pub fn bytes(n: f64) -> String {
