@@ -8,6 +8,7 @@
 //! cargo run --release -p course-tools --bin course-bench -- chart
 //! cargo run --release -p course-tools --bin course-bench -- timelines
 //! cargo run --release -p course-tools --bin course-bench -- docs
+//! cargo run --release -p course-tools --bin course-bench -- trace-cost
 //! ```
 //!
 //! The spec sets three targets that no unit test can check, because they are
@@ -27,6 +28,7 @@
 //! | [`fds`] | lessons 2 and 3 under `ulimit -n 1024` |
 //! | [`chart`] | hand-written SVG bar charts of the results |
 //! | [`timelines`] | each lesson's trace of one slow site, drawn for the chapters |
+//! | [`trace_cost`] | each lesson's crawl with and without `--trace` |
 //! | [`docs`] | lessons 1 and 4 crawling the toolchain's Rust documentation from nginx, beside the baseline |
 //! | [`servers`] | the two site servers: the course's own `serve` and nginx, as child processes |
 //! | [`procs`] | running a lesson under a descriptor limit, timing it, reading `/proc` |
@@ -48,6 +50,7 @@ mod procs;
 mod servers;
 mod speed;
 mod timelines;
+mod trace_cost;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -173,6 +176,8 @@ enum Command {
     Timelines(timelines::Args),
     /// Lessons 1 and 4 crawl the Rust documentation from nginx, beside the baseline.
     Docs(docs::Args),
+    /// Each lesson crawls the speed site with and without --trace.
+    TraceCost(trace_cost::Args),
     /// Speed (both servers), memory, fds, chart, timelines, with the defaults.
     All,
 }
@@ -231,7 +236,12 @@ fn run() -> Result<()> {
     let child_nofile = hard.min(WANTED_NOFILE);
     if matches!(
         command,
-        Command::Speed(_) | Command::Memory(_) | Command::Fds(_) | Command::Docs(_) | Command::All
+        Command::Speed(_)
+            | Command::Memory(_)
+            | Command::Fds(_)
+            | Command::Docs(_)
+            | Command::TraceCost(_)
+            | Command::All
     ) {
         raise_own_limit(child_nofile)?;
     }
@@ -250,6 +260,7 @@ fn run() -> Result<()> {
         Command::Fds(args) => fds::command(&ctx, args),
         Command::Timelines(args) => timelines::command(&ctx, args),
         Command::Docs(args) => docs::command(&ctx, args),
+        Command::TraceCost(args) => trace_cost::command(&ctx, args),
         Command::Chart => chart::draw(&ctx),
         Command::All => {
             // Each part with its defaults. One part failing (say, nginx
