@@ -73,7 +73,7 @@ fn base_regex() -> &'static regex::bytes::Regex {
 ///
 /// This finds exactly the matches of `LINK_PATTERN.find_iter(body)`, without
 /// running the pattern at all. Every match starts with `href`, which
-/// [`find_href`] finds many bytes at a time; what may follow it is so simple —
+/// [`Finder`] finds many bytes at a time; what may follow it is so simple —
 /// spaces, `=`, spaces, at most one quote, then a run of bytes that are not
 /// spaces, quotes or angle brackets — that reading it by hand is a few
 /// comparisons, where asking the regex engine to match there costs a search
@@ -277,7 +277,7 @@ fn ends_value(b: u8) -> bool {
 /// `from` that [`ends_value`], or the end of the body.
 ///
 /// Values are tens of bytes, and one byte at a time was a fifth of link
-/// finding. The same trick as [`find_folded`]: the test for 16 bytes at
+/// finding. The same trick as [`Finder`]'s: the test for 16 bytes at
 /// once is a plain loop over a fixed-size array, which the compiler turns
 /// into vector compares, and only the block where the value ends is looked
 /// at byte by byte.
@@ -921,9 +921,10 @@ mod tests {
 
     #[test]
     fn same_values_as_the_plain_regex() {
-        // `raw_hrefs` takes a shortcut (find `href`, then match anchored, then
-        // read the value without the capture group); the plain regex with
-        // its capture group is the reference it must agree with.
+        // `raw_hrefs` never runs the pattern (it finds `href` and reads the
+        // value by hand); the plain regex with its capture group is the
+        // reference it must agree with. `tests/links_differential.rs` holds
+        // the whole of link finding to `links::reference` on many more pages.
         let reference = compile(LINK_PATTERN);
         let mut tricky = Vec::new();
         for case in [
