@@ -123,7 +123,7 @@ pub fn line(stat: &FetchStatistic) -> Line<'_> {
     Line(stat)
 }
 
-/// [`line`]'s result: a report line, formatted when displayed.
+/// [`line()`]'s result: a report line, formatted when displayed.
 #[derive(Debug, Clone, Copy)]
 pub struct Line<'a>(&'a FetchStatistic);
 
