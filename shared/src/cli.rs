@@ -19,7 +19,7 @@
 //! crawl and no process, terminal or network.
 
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -92,6 +92,18 @@ pub struct Config {
     pub log: Log,
     /// Response size limits (settable here, not on the command line).
     pub limits: Limits,
+    /// `--user-agent NAME`: the `User-Agent` header, and the product token
+    /// that picks a robots.txt group (default `crawler-course`).
+    pub user_agent: String,
+    /// `--robots obey|ignore`: ask each host's robots.txt first (default obey).
+    pub obey_robots: bool,
+    /// `--delay SECS`: the least time between the starts of two fetches to
+    /// one host (default 0; a host's `Crawl-delay` may make it longer).
+    pub delay: Duration,
+    /// `--max-pages N`: at most N page fetches started in the whole crawl.
+    pub max_pages: Option<usize>,
+    /// `--max-depth N`: links of a page at depth N are not queued (roots are 0).
+    pub max_depth: Option<usize>,
     /// `--trace FILE`: where to write the crawl's trace. [`execute`] opens
     /// it and puts the recorder in [`Config::trace`].
     pub trace_path: Option<PathBuf>,
@@ -116,6 +128,10 @@ impl Config {
 /// error (exit 2) rather than a crawl that cannot start.
 pub const MAX_THREADS: usize = 10_000;
 
+/// The `User-Agent` sent, and the robots.txt product token, when
+/// `--user-agent` is not given.
+pub const DEFAULT_USER_AGENT: &str = "crawler-course";
+
 /// The root crawled when none is given: the tutorial's local site.
 pub const DEFAULT_ROOT: &str = "http://localhost:3000/";
 
@@ -135,6 +151,11 @@ impl Config {
             demo: false,
             log: Log::stderr(Level::Info),
             limits: Limits::default(),
+            user_agent: DEFAULT_USER_AGENT.to_string(),
+            obey_robots: true,
+            delay: Duration::ZERO,
+            max_pages: None,
+            max_depth: None,
             trace_path: None,
             trace: Trace::off(),
         }
@@ -245,6 +266,36 @@ where
                 "timeout" => {
                     let value = value_of(&typed, inline, &mut args)?;
                     config.timeout = parse_timeout(&typed, &value)?;
+                }
+                "user-agent" => {
+                    let value = value_of(&typed, inline, &mut args)?;
+                    config.user_agent = parse_product_token(&typed, &value)?;
+                }
+                "robots" => {
+                    let value = value_of(&typed, inline, &mut args)?;
+                    config.obey_robots = match value.as_str() {
+                        "obey" => true,
+                        "ignore" => false,
+                        _ => {
+                            return Err(usage(format!(
+                                "{typed} expects obey or ignore, got {}",
+                                quote(&value)
+                            )))
+                        }
+                    };
+                }
+                "delay" => {
+                    let value = value_of(&typed, inline, &mut args)?;
+                    config.delay = parse_delay(&typed, &value)?;
+                }
+                "max-pages" => {
+                    let value = value_of(&typed, inline, &mut args)?;
+                    config.max_pages = Some(parse_count(&typed, &value, 1)?);
+                }
+                "max-depth" => {
+                    let value = value_of(&typed, inline, &mut args)?;
+                    // 0 is allowed: the roots only.
+                    config.max_depth = Some(parse_count(&typed, &value, 0)?);
                 }
                 "threads" => {
                     // Checked before the value is read, so `lesson4
@@ -422,6 +473,46 @@ fn parse_timeout(typed: &str, value: &str) -> Result<Duration, UsageError> {
     Ok(timeout)
 }
 
+/// `--user-agent`: a product token as RFC 9309 matches it (letters, `_` and
+/// `-`). Anything else could not be matched against a robots.txt group, and
+/// a space or a line break would break the request's header.
+fn parse_product_token(typed: &str, value: &str) -> Result<String, UsageError> {
+    let ok = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(usage(format!(
+            "{typed} expects a product token (letters, _ and -), got {}",
+            quote(value)
+        )))
+    }
+}
+
+/// `--delay`: seconds as a decimal, 0 or more, at most a day (as `--timeout`,
+/// so `Instant + delay` cannot overflow).
+fn parse_delay(typed: &str, value: &str) -> Result<Duration, UsageError> {
+    let secs = value
+        .parse::<f64>()
+        .ok()
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .ok_or_else(|| {
+            usage(format!(
+                "{typed} expects a number of seconds, 0 or more, got {}",
+                quote(value)
+            ))
+        })?;
+    if secs > MAX_TIMEOUT_SECS {
+        return Err(usage(format!(
+            "{typed} must be at most {MAX_TIMEOUT_SECS} seconds, got {}",
+            quote(value)
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO))
+}
+
 /// Compile `--exclude` now, so a typo is a usage error before any fetch.
 fn parse_regex(typed: &str, value: &str) -> Result<Regex, UsageError> {
     Regex::new(value).map_err(|e| {
@@ -512,6 +603,26 @@ pub fn help(lesson: Lesson) -> String {
     }
     options.extend([
         (
+            "--user-agent NAME",
+            format!(
+                "User-Agent sent, and robots.txt group obeyed [default: {}]",
+                defaults.user_agent
+            ),
+        ),
+        (
+            "--robots MODE",
+            "obey or ignore each host's robots.txt [default: obey]".into(),
+        ),
+        (
+            "--delay SECS",
+            "least time between two fetches to one host [default: 0]".into(),
+        ),
+        ("--max-pages N", "start at most N page fetches".into()),
+        (
+            "--max-depth N",
+            "follow links only from pages less than N links from a root".into(),
+        ),
+        (
             "--demo",
             "serve a generated site on a free loopback port and crawl it (no ROOT needed)".into(),
         ),
@@ -533,7 +644,7 @@ pub fn help(lesson: Lesson) -> String {
         } else {
             option.to_string()
         };
-        format!("  {option:<20}  {meaning}\n")
+        format!("  {option:<22}  {meaning}\n")
     };
     let mut text = format!(
         "{bin}: {}\n\nUsage: {bin} [OPTIONS] [ROOT]...\n\nArguments:\n",
@@ -548,13 +659,10 @@ pub fn help(lesson: Lesson) -> String {
     for (option, meaning) in options {
         text.push_str(&row(option, &meaning));
     }
-    text.push_str("\nLong options also take --option=VALUE");
-    if lesson == Lesson::Four {
-        // Only lesson 4 has long options with a dash inside; the original
-        // Python program spells them with underscores.
-        text.push_str(", and may be spelled with underscores (--max_tasks)");
-    }
-    text.push('.');
+    // The original Python program spells its options with underscores.
+    text.push_str(
+        "\nLong options also take --option=VALUE, and may be spelled with underscores (--max_pages).",
+    );
     text
 }
 
@@ -568,12 +676,13 @@ pub fn run(lesson: Lesson, crawl: CrawlFn) -> ExitCode {
     // Stdout is passed unlocked: `Stdout::write_all` locks it for the one
     // write of the report, and holding the lock during the crawl would block
     // any worker thread that printed to stdout.
-    let status = execute(
+    let status = execute_on(
         lesson,
         std::env::args_os().skip(1),
         crawl,
         &mut io::stdout(),
         &mut io::stderr(),
+        io::stderr().is_terminal(),
     );
     ExitCode::from(status)
 }
@@ -592,6 +701,23 @@ pub fn execute<I, A>(
     crawl: CrawlFn,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
+) -> u8
+where
+    I: IntoIterator<Item = A>,
+    A: Into<OsString>,
+{
+    execute_on(lesson, args, crawl, stdout, stderr, false)
+}
+
+/// [`execute`], told whether stderr is a terminal: if it is (and `-q` was
+/// not given), the live status line replaces the per-URL lines.
+pub fn execute_on<I, A>(
+    lesson: Lesson,
+    args: I,
+    crawl: CrawlFn,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+    stderr_is_terminal: bool,
 ) -> u8
 where
     I: IntoIterator<Item = A>,
@@ -656,7 +782,12 @@ where
         }
     }
 
+    if stderr_is_terminal && config.log.enabled(Level::Info) {
+        config.log = config.log.clone().with_status_line();
+    }
     let crawled = crawl(&config);
+    // The status line goes before the report (both may be on one terminal).
+    config.log.clear_status();
     // The trace is closed whatever the crawl did, so the file is valid JSON.
     if let Err(e) = config.trace.finish() {
         let _ = writeln!(stderr, "{bin}: error: the trace is incomplete: {e}");

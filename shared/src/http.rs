@@ -52,10 +52,6 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Largest body accepted, after de-chunking (10 MiB).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
-/// The `User-Agent` every lesson sends, so a server's log can tell the
-/// course's crawler from a browser.
-pub const USER_AGENT: &str = "crawler-course/0.1";
-
 /// Longest chunk-size line accepted, extensions included. Real servers send
 /// a few hex digits; the cap keeps a server from streaming an endless line of
 /// zeros or extension text that would never end.
@@ -90,8 +86,10 @@ pub enum Version {
 }
 
 /// The bytes of a `GET` for `url`: request target is path plus query, a
-/// `Host` header (with the port when it is not 80), no `Accept-Encoding`.
-pub fn get_request(url: &Url, version: Version) -> Vec<u8> {
+/// `Host` header (with the port when it is not 80), `User-Agent: agent`
+/// (`--user-agent`, so a server's log can tell the crawler from a browser,
+/// and robots.txt rules can name it), no `Accept-Encoding`.
+pub fn get_request(url: &Url, version: Version, agent: &str) -> Vec<u8> {
     // The request target is the path and query only: the fragment belongs to
     // the browser and is never sent. `Url` has already percent-encoded both.
     let mut target = url.path().to_owned();
@@ -117,7 +115,7 @@ pub fn get_request(url: &Url, version: Version) -> Vec<u8> {
         Version::Http11KeepAlive => ("HTTP/1.1", ""),
     };
     format!(
-        "GET {target} {version_text}\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n{connection}\r\n"
+        "GET {target} {version_text}\r\nHost: {host}\r\nUser-Agent: {agent}\r\n{connection}\r\n"
     )
     .into_bytes()
 }
@@ -1002,12 +1000,13 @@ mod tests {
         let request = get_request(
             &url("http://example.com/a/b.html?x=1&y=2#section"),
             Version::Http10Close,
+            "crawler-course",
         );
         assert_eq!(
             String::from_utf8(request).unwrap(),
             "GET /a/b.html?x=1&y=2 HTTP/1.0\r\n\
              Host: example.com\r\n\
-             User-Agent: crawler-course/0.1\r\n\
+             User-Agent: crawler-course\r\n\
              Connection: close\r\n\
              \r\n"
         );
@@ -1015,17 +1014,17 @@ mod tests {
 
     #[test]
     fn http11_request_bytes() {
-        let request = get_request(&url("http://localhost:3000"), Version::Http11KeepAlive);
+        let request = get_request(&url("http://localhost:3000"), Version::Http11KeepAlive, "crawler-course");
         assert_eq!(
             String::from_utf8(request).unwrap(),
-            "GET / HTTP/1.1\r\nHost: localhost:3000\r\nUser-Agent: crawler-course/0.1\r\n\r\n"
+            "GET / HTTP/1.1\r\nHost: localhost:3000\r\nUser-Agent: crawler-course\r\n\r\n"
         );
     }
 
     #[test]
     fn request_host_port_rules() {
         let host_line = |text: &str| {
-            let request = String::from_utf8(get_request(&url(text), Version::Http10Close)).unwrap();
+            let request = String::from_utf8(get_request(&url(text), Version::Http10Close, "crawler-course")).unwrap();
             request.lines().nth(1).unwrap().to_owned()
         };
         assert_eq!(host_line("http://example.com:80/"), "Host: example.com");
@@ -1039,7 +1038,7 @@ mod tests {
         );
         assert_eq!(host_line("http://[::1]:3000/"), "Host: [::1]:3000");
         assert_eq!(host_line("http://[::1]/"), "Host: [::1]");
-        let request = get_request(&url("http://h/a%20b?q=%C3%A9"), Version::Http10Close);
+        let request = get_request(&url("http://h/a%20b?q=%C3%A9"), Version::Http10Close, "crawler-course");
         assert!(request.starts_with(b"GET /a%20b?q=%C3%A9 HTTP/1.0\r\n"));
         assert!(!String::from_utf8(request)
             .unwrap()

@@ -12,6 +12,7 @@
 //! | [`links`] | the course's link regex, URL resolution and the URL policy (hosts, schemes, `--exclude`) |
 //! | [`robots`] | robots.txt (RFC 9309): the rules that apply to this crawler, whether a URL is allowed, the crawl delay |
 //! | [`schedule`] | politeness (the next start of a fetch to a host, a delay after the last) and `--max-pages`/`--max-depth` counts |
+//! | [`polite`] | what a lesson asks before each fetch: robots.txt first, the host's next slot, the page limit |
 //! | [`status`] | the live status line: its counts and text, how often it is redrawn |
 //! | [`page`] | turning a parsed response into a [`stats::FetchStatistic`] plus the links to follow |
 //! | [`net`] | resolving a host once per crawl, the `https` refusal, the open-file limit |
@@ -33,6 +34,7 @@ pub mod links;
 pub mod log;
 pub mod net;
 pub mod page;
+pub mod polite;
 pub mod report;
 pub mod robots;
 pub mod schedule;
@@ -42,7 +44,7 @@ pub mod trace;
 
 pub use cli::{Config, Lesson};
 pub use report::CrawlReport;
-pub use stats::{FailKind, FetchError, FetchStatistic};
+pub use stats::{Blocked, FailKind, FetchError, FetchStatistic};
 
 /// The signature every lesson's `crawl` has: the behaviour suite, the demo and
 /// `main` all take a lesson through this one function.

@@ -8,10 +8,20 @@
 //! A [`Log`] is a small cloneable handle rather than a global, so that a test
 //! can hand a lesson a capturing log and then assert on the exact lines it
 //! wrote — and so lesson 1's threads can each hold a clone.
+//!
+//! On a terminal the per-URL lines give way to one live status line
+//! ([`Log::with_status_line`]): the lesson hands its counts to
+//! [`Log::progress`] as often as it likes, and the log redraws the line at
+//! most ten times a second ([`crate::status`]). The log owns the line
+//! because it owns stderr: an error line printed meanwhile first clears it,
+//! so the two never garble each other.
 
 use std::fmt::Display;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::status::{self, Progress, Throttle};
 
 /// How much the crawler says. Ordered: a line is shown when its level is at
 /// most the log's level.
@@ -39,6 +49,20 @@ pub struct Log {
     level: Level,
     /// Shared by every clone, so a capture sees all threads' lines.
     sink: Sink,
+    /// The live status line, when shown: shared by every clone, so lesson
+    /// 1's threads draw one line between them.
+    status: Option<Arc<Mutex<StatusLine>>>,
+}
+
+/// The state of the live status line.
+#[derive(Debug)]
+struct StatusLine {
+    /// When the crawl started, for the elapsed time and the rate.
+    started: Instant,
+    /// At most ten redraws a second.
+    throttle: Throttle,
+    /// Is a status line on the screen now (so an error line must clear it)?
+    drawn: bool,
 }
 
 impl Default for Log {
@@ -53,6 +77,7 @@ impl Log {
         Log {
             level,
             sink: Sink::Stderr,
+            status: None,
         }
     }
 
@@ -61,6 +86,50 @@ impl Log {
         Log {
             level,
             sink: Sink::Capture(Arc::new(Mutex::new(Vec::new()))),
+            status: None,
+        }
+    }
+
+    /// This log with the live status line in place of the per-URL lines:
+    /// only errors are still written as lines. (For a capturing log, each
+    /// drawing is captured as a line beginning with `\r`.)
+    pub fn with_status_line(self) -> Self {
+        Log {
+            level: Level::Error,
+            status: Some(Arc::new(Mutex::new(StatusLine {
+                started: Instant::now(),
+                throttle: Throttle::default(),
+                drawn: false,
+            }))),
+            ..self
+        }
+    }
+
+    /// Whether the live status line is shown.
+    pub fn has_status_line(&self) -> bool {
+        self.status.is_some()
+    }
+
+    /// Redraw the status line with the counts `progress` gives, if it is
+    /// shown and was not drawn in the last tenth of a second. `progress` is
+    /// only called then, so asking is cheap.
+    pub fn progress(&self, progress: impl FnOnce() -> Progress) {
+        let Some(status) = &self.status else { return };
+        let Ok(mut status) = status.lock() else { return };
+        if !status.throttle.ready(Instant::now()) {
+            return;
+        }
+        status.drawn = true;
+        let line = progress().line(status.started.elapsed());
+        self.put(&status::redraw(&line), false);
+    }
+
+    /// Remove the status line (before the report is printed).
+    pub fn clear_status(&self) {
+        let Some(status) = &self.status else { return };
+        let Ok(mut status) = status.lock() else { return };
+        if std::mem::take(&mut status.drawn) {
+            self.put(status::clear(), false);
         }
     }
 
@@ -98,16 +167,27 @@ impl Log {
         if !self.enabled(level) {
             return;
         }
+        // A status line on the screen is cleared first; the next progress
+        // redraws it below this line.
+        self.clear_status();
+        self.put(&line.to_string(), true);
+    }
+
+    /// Write `text`, with a line end if `newline`.
+    fn put(&self, text: &str, newline: bool) {
+        let end = if newline { "\n" } else { "" };
         match &self.sink {
             Sink::Stderr => {
-                // One `writeln!` on a locked handle, so lines from lesson 1's
+                // One `write!` on a locked handle, so lines from lesson 1's
                 // threads never interleave mid-line. A closed stderr is not a
                 // reason to stop crawling, so the result is ignored.
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
+                let mut stderr = std::io::stderr().lock();
+                let _ = write!(stderr, "{text}{end}");
+                let _ = stderr.flush();
             }
             Sink::Capture(lines) => {
                 if let Ok(mut lines) = lines.lock() {
-                    lines.push(line.to_string());
+                    lines.push(text.to_string());
                 }
             }
         }
@@ -130,6 +210,26 @@ mod tests {
         quiet.info("i");
         quiet.error("e");
         assert_eq!(quiet.lines(), ["e"]);
+    }
+
+    #[test]
+    fn the_status_line_replaces_info_lines_and_is_cleared_for_errors() {
+        let log = Log::capture(Level::Info).with_status_line();
+        assert!(log.has_status_line());
+        log.info("a per-URL line");
+        let progress = || Progress {
+            done: 1,
+            ..Progress::default()
+        };
+        log.progress(progress);
+        // Within a tenth of a second of the last drawing: not drawn again.
+        log.progress(|| unreachable!("throttled"));
+        log.error("an error");
+        log.clear_status();
+        let lines = log.lines();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].starts_with("\rdone 1 · in flight 0"), "{lines:?}");
+        assert_eq!(lines[1..], ["\r\x1b[K", "an error"]);
     }
 
     #[test]

@@ -47,9 +47,13 @@ impl CrawlReport {
         self.stats.iter().map(|s| s.url.clone()).collect()
     }
 
-    /// Did at least one fetch receive an HTTP status line? (Exit status 1 when not.)
+    /// Did at least one fetch receive an HTTP status line? (Exit status 1
+    /// when not.) A URL its robots.txt refused counts: that robots.txt was
+    /// an answer from the site.
     pub fn received_any_status(&self) -> bool {
-        self.stats.iter().any(|s| s.status.is_some())
+        self.stats
+            .iter()
+            .any(|s| s.status.is_some() || s.blocked == Some(crate::stats::Blocked::Robots))
     }
 
     /// The stats table: the original's counter keys and their totals.
@@ -57,7 +61,9 @@ impl CrawlReport {
         let mut counts = BTreeMap::new();
         let mut add = |key: String, n: usize| *counts.entry(key).or_insert(0) += n;
         for stat in &self.stats {
-            if let Some(err) = &stat.error {
+            if stat.blocked.is_some() {
+                add("blocked".into(), 1);
+            } else if let Some(err) = &stat.error {
                 add("fail".into(), 1);
                 add(format!("fail_{}", err.kind.key()), 1);
             } else if stat.next_url.is_some() {
@@ -130,6 +136,9 @@ pub struct Line<'a>(&'a FetchStatistic);
 impl fmt::Display for Line<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let stat = self.0;
+        if let Some(why) = stat.blocked {
+            return write!(f, "{} blocked {}", stat.url, why.key());
+        }
         if let Some(err) = &stat.error {
             return write!(f, "{} error {}", stat.url, err);
         }

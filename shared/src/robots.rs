@@ -96,7 +96,11 @@ impl Robots {
     /// redirects having been followed) refuses everything.
     pub fn from_status(status: u16, body: &[u8], agent: &str) -> Robots {
         match status {
-            200..=299 => Robots::parse(body, agent),
+            200..=299 => {
+                let mut robots = Robots::parse(body, agent);
+                robots.source = format!("status {status}, {}", robots.source);
+                robots
+            }
             429 => Robots::deny_all(format!("status {status}: nothing allowed")),
             400..=499 => Robots::allow_all(format!("status {status}: no rules")),
             _ => Robots::deny_all(format!("status {status}: nothing allowed")),
@@ -230,6 +234,12 @@ impl Robots {
             }
         }
         best.is_none_or(|(_, allow)| allow)
+    }
+
+    /// Whether every URL is refused because the site could not say what it
+    /// allows (rather than by its rules).
+    pub fn refuses_all(&self) -> bool {
+        self.deny_all
     }
 
     /// The `Crawl-delay` of the groups that apply, capped at

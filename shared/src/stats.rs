@@ -189,6 +189,29 @@ pub struct FetchStatistic {
     pub num_urls: usize,
     /// Those of them that were not seen before this page added them.
     pub num_new_urls: usize,
+    /// Not fetched: the host's robots.txt did not allow it (or could not be
+    /// had). Such a URL has no status and no error.
+    pub blocked: Option<Blocked>,
+}
+
+/// Why a URL was not fetched at all: the report's `URL blocked WHY` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// The host's robots.txt disallows it for this crawler.
+    Robots,
+    /// The host's robots.txt could not be had (a `5xx`, a `429`, no answer),
+    /// and a careful crawler then fetches nothing from that host.
+    RobotsUnavailable,
+}
+
+impl Blocked {
+    /// The word on the report line: `robots`, `robots-unavailable`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Blocked::Robots => "robots",
+            Blocked::RobotsUnavailable => "robots-unavailable",
+        }
+    }
 }
 
 impl FetchStatistic {
@@ -198,6 +221,15 @@ impl FetchStatistic {
             url: url.into(),
             status: error.status,
             error: Some(error),
+            ..Default::default()
+        }
+    }
+
+    /// The statistic of a URL that was not fetched.
+    pub fn blocked(url: impl Into<String>, why: Blocked) -> Self {
+        FetchStatistic {
+            url: url.into(),
+            blocked: Some(why),
             ..Default::default()
         }
     }

@@ -40,7 +40,7 @@ fn fetch(url: &Url, resolver: &Resolver, config: &Config) -> Result<Response, Fe
     let io = |e: std::io::Error| FetchError::from_io(&e, false);
     stream.set_write_timeout(Some(remaining()?)).map_err(io)?;
     stream
-        .write_all(&get_request(url, Version::Http10Close))
+        .write_all(&get_request(url, Version::Http10Close, "crawler-course"))
         .map_err(io)?;
     let mut parser = ResponseParser::with_limits(config.limits);
     let mut buf = [0u8; 8192];
