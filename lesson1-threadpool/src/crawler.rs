@@ -27,16 +27,26 @@
 //! lets a fetch begin only while fewer than the socket budget are in
 //! flight, and otherwise sleeps on a `Condvar` until one ends: lesson 1's
 //! thread pool, with a semaphore in front of the sockets.
+//!
+//! A crawl of someone else's site waits for two more things before a fetch
+//! ([`shared::polite`] decides what; [`Crawler::polite_turn`] waits): for
+//! the host's robots.txt, which the first thread to meet the host fetches
+//! while the others sleep on a second `Condvar`; and for the host's next
+//! slot under `--delay`, which a thread simply sleeps until. A sleeping
+//! thread holds no socket, but it is still a thread the pool cannot use:
+//! that is what waiting costs in this model.
 
 use std::collections::HashSet;
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use shared::http::Limits;
+use shared::http::{Limits, Response};
 use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
+use shared::polite::{Gate, Politeness};
+use shared::status::Progress;
 use shared::trace::{Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
@@ -59,6 +69,8 @@ pub struct Crawler {
     timeout: Duration,
     /// Response size limits, handed to each fetch's parser.
     limits: Limits,
+    /// `--user-agent`, sent with every request.
+    user_agent: String,
     /// Where the per-URL lines go. Each call writes a whole line, so the
     /// threads' lines never interleave mid-line.
     log: Log,
@@ -78,6 +90,12 @@ pub struct Crawler {
     /// Fetches in flight now, and the most at once; where a fetch waits for
     /// a file descriptor.
     in_flight: InFlight,
+    /// robots.txt, the hosts' slots and `--max-pages`: asked before each
+    /// fetch, under its own lock.
+    polite: Mutex<Politeness>,
+    /// Notified when a host's robots.txt has been answered: the threads
+    /// waiting for it may ask again.
+    rules_known: Condvar,
 }
 // ANCHOR_END: crawler
 
@@ -95,10 +113,13 @@ impl Crawler {
             resolver: Resolver::new(),
             timeout: config.timeout,
             limits: config.limits,
+            user_agent: config.user_agent.clone(),
             log: config.log.clone(),
             trace: config.trace.clone(),
             done: Mutex::new(Vec::new()),
             in_flight: InFlight::new(socket_budget),
+            polite: Mutex::new(Politeness::new(config)),
+            rules_known: Condvar::new(),
         })
     }
 
@@ -109,34 +130,18 @@ impl Crawler {
 
     // ANCHOR: fetch
     /// One URL, start to finish: what a fetcher thread does with each URL it
-    /// takes from `urls_todo`. Runs on many threads at once.
-    pub fn fetch(&self, urls_todo: &Queue<Url>, url: Url) {
+    /// takes from `urls_todo`, with its depth (roots are 0). Runs on many
+    /// threads at once.
+    pub fn fetch(&self, urls_todo: &Queue<(Url, usize)>, (url, depth): (Url, usize)) {
         self.trace.queued(urls_todo.qsize());
+        if !self.polite_turn(&url) {
+            return;
+        }
         // The slow part — network and parsing — holds no lock.
-        let (fetched, span) = loop {
-            // Waits while the socket budget is spent; the fetch is in flight
-            // from here until this guard is dropped at the end of the turn.
-            let in_flight = self.in_flight.start();
-            // ANCHOR: traced_get
-            let span = self.trace.fetch(url.as_str(), Lane::Thread);
-            let fetched =
-                span.in_scope(|| fetch::get(&url, &self.resolver, self.timeout, self.limits));
-            // ANCHOR_END: traced_get
-            match fetched {
-                Fetched::Done(result) => break (result, span),
-                // No descriptor after all: the budget was too hopeful. The
-                // fetches in flight will each close one; wait for that.
-                Fetched::OutOfDescriptors if in_flight.out_of_descriptors() => {
-                    self.log
-                        .debug(format_args!("wait {url}: out of file descriptors"));
-                }
-                // None in flight, so none will be freed: a real failure.
-                Fetched::OutOfDescriptors => {
-                    let error = FetchError::new(FailKind::Connect, "too many open files");
-                    break (Err(error), span);
-                }
-            }
-        };
+        let span = self.trace.fetch(url.as_str(), Lane::Thread);
+        // ANCHOR: traced_get
+        let fetched = span.in_scope(|| self.get(&url));
+        // ANCHOR_END: traced_get
         let stat = match fetched {
             Err(error) => FetchStatistic::failed(url.as_str(), error),
             Ok(response) => {
@@ -146,13 +151,21 @@ impl Crawler {
                     links,
                     redirect,
                 } = page::analyze(&url, &response, &self.policy, &self.log);
-                let is_new = self.add_urls(urls_todo, &links);
+                // `--max-depth`: the links of a page at the last depth are
+                // counted on its line but not queued.
+                let links = if self.lock_polite().follows_links_at(depth) {
+                    links
+                } else {
+                    Vec::new()
+                };
+                let is_new = self.add_urls(urls_todo, &links, depth + 1);
                 stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
                 self.log_queued(&url, &links, &is_new);
                 if let Some(next) = redirect {
-                    // A redirect target is queued like a link: lesson 1
-                    // keeps no count of how long a chain has become.
-                    if self.add_urls(urls_todo, std::slice::from_ref(&next))[0] {
+                    // A redirect target is queued like a link, at the
+                    // depth of the URL that moved: lesson 1 keeps no count
+                    // of how long a chain has become.
+                    if self.add_urls(urls_todo, std::slice::from_ref(&next), depth)[0] {
                         self.log.info(format_args!("redirect to {next} from {url}"));
                     } else {
                         self.log.debug(format_args!(
@@ -170,10 +183,102 @@ impl Crawler {
     }
     // ANCHOR_END: fetch
 
+    /// Fetch `url` on this thread, waiting for a file descriptor if none is
+    /// free.
+    fn get(&self, url: &Url) -> Result<Response, FetchError> {
+        loop {
+            // Waits while the socket budget is spent; the fetch is in flight
+            // from here until this guard is dropped at the end of the turn.
+            let in_flight = self.in_flight.start();
+            let fetched = fetch::get(
+                url,
+                &self.resolver,
+                self.timeout,
+                self.limits,
+                &self.user_agent,
+            );
+            match fetched {
+                Fetched::Done(result) => return result,
+                // No descriptor after all: the budget was too hopeful. The
+                // fetches in flight will each close one; wait for that.
+                Fetched::OutOfDescriptors if in_flight.out_of_descriptors() => {
+                    self.log
+                        .debug(format_args!("wait {url}: out of file descriptors"));
+                }
+                // None in flight, so none will be freed: a real failure.
+                Fetched::OutOfDescriptors => {
+                    return Err(FetchError::new(FailKind::Connect, "too many open files"));
+                }
+            }
+        }
+    }
+
+    // ANCHOR: polite_turn
+    /// Wait until `url` may be fetched: its host's robots.txt known (this
+    /// thread fetches it if no other is), its host's slot come. Says whether
+    /// to fetch it: not if robots.txt refused it (its line is recorded
+    /// here) or `--max-pages` were started.
+    pub fn polite_turn(&self, url: &Url) -> bool {
+        let mut polite = self.lock_polite();
+        loop {
+            match polite.gate(url, Instant::now()) {
+                Gate::Fetch { at } => {
+                    drop(polite);
+                    // Lesson 1 waits for a time the plain way: the thread
+                    // sleeps, holding no lock and no socket.
+                    sleep_until(at);
+                    return true;
+                }
+                Gate::FetchRobots(mut robots) => {
+                    // This thread fetches the host's rules, without the lock,
+                    // then wakes every thread that waits for them.
+                    drop(polite);
+                    loop {
+                        sleep_until(robots.at);
+                        let answer = self.get(&robots.url);
+                        polite = self.lock_polite();
+                        match polite.robots_answer(robots, answer, Instant::now()) {
+                            Some(next) => robots = next,
+                            None => break,
+                        }
+                        drop(polite);
+                    }
+                    self.rules_known.notify_all();
+                }
+                // Another thread is fetching them: sleep until it says so.
+                // The lock is let go while waiting, taken back on waking.
+                Gate::WaitForRobots => {
+                    polite = self
+                        .rules_known
+                        .wait(polite)
+                        .unwrap_or_else(|e| e.into_inner());
+                }
+                Gate::Blocked(stat) => {
+                    drop(polite);
+                    self.record_statistic(stat);
+                    return false;
+                }
+                Gate::OverLimit => return false,
+            }
+        }
+    }
+    // ANCHOR_END: polite_turn
+
+    /// The politeness rules, even if a thread panicked while holding them.
+    fn lock_polite(&self) -> MutexGuard<'_, Politeness> {
+        self.polite.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     // ANCHOR: add_urls
-    /// Mark each of `urls` seen and queue it, unless a thread already did.
-    /// Says, for each, whether it was new: the page's `num_new_urls`.
-    pub fn add_urls(&self, urls_todo: &Queue<Url>, urls: &[Url]) -> Vec<bool> {
+    /// Mark each of `urls` seen and queue it at `depth`, unless a thread
+    /// already did. Says, for each, whether it was new: the page's
+    /// `num_new_urls`.
+    pub fn add_urls(
+        &self,
+        urls_todo: &Queue<(Url, usize)>,
+        urls: &[Url],
+        depth: usize,
+    ) -> Vec<bool> {
         // Poisoned only if a thread panicked while holding it, and the crawl
         // is then being stopped by that panic anyway (see `pool.rs`).
         let mut seen_urls = self.seen_urls.lock().expect("seen_urls lock poisoned");
@@ -189,7 +294,7 @@ impl Crawler {
                     // the one thread whose `insert` said "new" queues it.)
                     // `put` fails only once the queue has been shut down,
                     // which happens while a panic is stopping the crawl.
-                    let _ = urls_todo.put(url.clone());
+                    let _ = urls_todo.put((url.clone(), depth));
                 }
                 is_new
             })
@@ -213,21 +318,34 @@ impl Crawler {
         }
     }
 
-    /// Log the URL's line (the tutorial's `print(url)`) and keep its statistic.
+    /// Log the URL's line (the tutorial's `print(url)`) and keep its
+    /// statistic; redraw the status line, if it is shown.
     fn record_statistic(&self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
-        self.done.lock().expect("done lock poisoned").push(stat);
+        let mut done = self.done.lock().expect("done lock poisoned");
+        done.push(stat);
+        self.log.progress(|| Progress {
+            done: done.len(),
+            in_flight: self.in_flight.now(),
+            queued: self.seen_count().saturating_sub(done.len()),
+            failed: done.iter().filter(|s| s.error.is_some()).count(),
+            blocked: done.iter().filter(|s| s.blocked.is_some()).count(),
+        });
+    }
+
+    /// How many URLs have been seen (queued at some time).
+    fn seen_count(&self) -> usize {
+        self.seen_urls
+            .lock()
+            .expect("seen_urls lock poisoned")
+            .len()
     }
 
     /// The report, once the threads have finished. `threads` is `M` on the
     /// `Finished` line.
     pub fn report(&self, elapsed: Duration, threads: usize) -> CrawlReport {
         let stats = std::mem::take(&mut *self.done.lock().expect("done lock poisoned"));
-        let seen = self
-            .seen_urls
-            .lock()
-            .expect("seen_urls lock poisoned")
-            .len();
+        let seen = self.seen_count();
         CrawlReport {
             todo: seen.saturating_sub(stats.len()),
             stats,
@@ -329,6 +447,14 @@ impl InFlightGuard<'_> {
             counts.budget = counts.budget.min(others);
         }
         others > 0
+    }
+}
+
+/// Sleep until `at` (at once if it has passed).
+fn sleep_until(at: Instant) {
+    let wait = at.saturating_duration_since(Instant::now());
+    if !wait.is_zero() {
+        std::thread::sleep(wait);
     }
 }
 

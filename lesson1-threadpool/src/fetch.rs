@@ -54,7 +54,13 @@ const READ_CHUNK: usize = 16 * 1024;
 // ANCHOR: get
 /// Fetch `url`: one connection, one HTTP/1.0 request, the whole response —
 /// or the reason there is none.
-pub fn get(url: &Url, resolver: &Resolver, timeout: Duration, limits: Limits) -> Fetched {
+pub fn get(
+    url: &Url,
+    resolver: &Resolver,
+    timeout: Duration,
+    limits: Limits,
+    agent: &str,
+) -> Fetched {
     let deadline = Deadline::after(timeout);
     // Blocks on the first lookup of each host (the C library's resolver has
     // no timeout to give it); later lookups come from the resolver's cache.
@@ -69,7 +75,7 @@ pub fn get(url: &Url, resolver: &Resolver, timeout: Duration, limits: Limits) ->
         Ok(sock) => sock,
         Err(fetched) => return fetched,
     };
-    Fetched::Done(exchange(&mut sock, url, limits, &deadline))
+    Fetched::Done(exchange(&mut sock, url, limits, agent, &deadline))
     // `sock` is dropped here, closing the connection: HTTP/1.0, one
     // request per connection.
 }
@@ -79,12 +85,13 @@ fn exchange(
     sock: &mut TcpStream,
     url: &Url,
     limits: Limits,
+    agent: &str,
     deadline: &Deadline,
 ) -> Result<Response, FetchError> {
     trace::phase(Phase::Send);
     send(
         sock,
-        &http::get_request(url, Version::Http10Close),
+        &http::get_request(url, Version::Http10Close, agent),
         deadline,
     )?;
     trace::phase(Phase::Wait);

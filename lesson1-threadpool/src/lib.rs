@@ -76,13 +76,14 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     let crawler = Arc::new(Crawler::new(config, socket_budget)?);
     let pool = {
         let crawler = Arc::clone(&crawler);
-        ThreadPool::new(config.threads, move |urls_todo, url| {
-            crawler.fetch(urls_todo, url)
+        ThreadPool::new(config.threads, move |urls_todo, work| {
+            crawler.fetch(urls_todo, work)
         })
         .context("cannot start the fetcher threads")?
     };
+    // Each URL travels with its depth: roots are 0, a page's links one more.
     for root in crawler.roots() {
-        pool.add_task(root.clone())?;
+        pool.add_task((root.clone(), 0))?;
     }
     // Sleeps until every URL put — the roots, and every link the threads
     // put — has been marked done; then ends and joins the threads.

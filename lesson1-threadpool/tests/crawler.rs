@@ -40,7 +40,7 @@ fn each_url_is_new_to_exactly_one_thread() {
                     // One URL per call, so the threads interleave as
                     // finely as the lock allows.
                     urls.iter()
-                        .filter(|url| crawler.add_urls(&urls_todo, std::slice::from_ref(url))[0])
+                        .filter(|url| crawler.add_urls(&urls_todo, std::slice::from_ref(url), 1)[0])
                         .count()
                 })
             })
@@ -50,7 +50,7 @@ fn each_url_is_new_to_exactly_one_thread() {
         assert_eq!(urls_todo.qsize(), URLS, "URLs queued");
         // And the root, seen from the start, is new to no one.
         let root = Url::parse("http://h/").unwrap();
-        assert_eq!(crawler.add_urls(&urls_todo, &[root]), [false]);
+        assert_eq!(crawler.add_urls(&urls_todo, &[root], 1), [false]);
     }
 }
 

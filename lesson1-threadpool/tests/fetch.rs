@@ -30,7 +30,13 @@ fn serve_once(
 }
 
 fn get_with(url: &Url, timeout: Duration) -> Result<Response, FetchError> {
-    match get(url, &Resolver::new(), timeout, Limits::default()) {
+    match get(
+        url,
+        &Resolver::new(),
+        timeout,
+        Limits::default(),
+        "crawler-course",
+    ) {
         Fetched::Done(result) => result,
         Fetched::OutOfDescriptors => panic!("out of descriptors"),
     }

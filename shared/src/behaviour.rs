@@ -99,7 +99,7 @@ pub fn assert_consistent(report: &CrawlReport) {
         report.render()
     );
     let counts = report.counts();
-    let sum: usize = ["html", "other", "error", "redirect", "fail"]
+    let sum: usize = ["html", "other", "error", "redirect", "fail", "blocked"]
         .iter()
         .map(|k| counts.get(*k).copied().unwrap_or(0))
         .sum();

@@ -1014,7 +1014,11 @@ mod tests {
 
     #[test]
     fn http11_request_bytes() {
-        let request = get_request(&url("http://localhost:3000"), Version::Http11KeepAlive, "crawler-course");
+        let request = get_request(
+            &url("http://localhost:3000"),
+            Version::Http11KeepAlive,
+            "crawler-course",
+        );
         assert_eq!(
             String::from_utf8(request).unwrap(),
             "GET / HTTP/1.1\r\nHost: localhost:3000\r\nUser-Agent: crawler-course\r\n\r\n"
@@ -1024,7 +1028,12 @@ mod tests {
     #[test]
     fn request_host_port_rules() {
         let host_line = |text: &str| {
-            let request = String::from_utf8(get_request(&url(text), Version::Http10Close, "crawler-course")).unwrap();
+            let request = String::from_utf8(get_request(
+                &url(text),
+                Version::Http10Close,
+                "crawler-course",
+            ))
+            .unwrap();
             request.lines().nth(1).unwrap().to_owned()
         };
         assert_eq!(host_line("http://example.com:80/"), "Host: example.com");
@@ -1038,7 +1047,11 @@ mod tests {
         );
         assert_eq!(host_line("http://[::1]:3000/"), "Host: [::1]:3000");
         assert_eq!(host_line("http://[::1]/"), "Host: [::1]");
-        let request = get_request(&url("http://h/a%20b?q=%C3%A9"), Version::Http10Close, "crawler-course");
+        let request = get_request(
+            &url("http://h/a%20b?q=%C3%A9"),
+            Version::Http10Close,
+            "crawler-course",
+        );
         assert!(request.starts_with(b"GET /a%20b?q=%C3%A9 HTTP/1.0\r\n"));
         assert!(!String::from_utf8(request)
             .unwrap()

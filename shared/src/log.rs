@@ -115,7 +115,9 @@ impl Log {
     /// only called then, so asking is cheap.
     pub fn progress(&self, progress: impl FnOnce() -> Progress) {
         let Some(status) = &self.status else { return };
-        let Ok(mut status) = status.lock() else { return };
+        let Ok(mut status) = status.lock() else {
+            return;
+        };
         if !status.throttle.ready(Instant::now()) {
             return;
         }
@@ -127,7 +129,9 @@ impl Log {
     /// Remove the status line (before the report is printed).
     pub fn clear_status(&self) {
         let Some(status) = &self.status else { return };
-        let Ok(mut status) = status.lock() else { return };
+        let Ok(mut status) = status.lock() else {
+            return;
+        };
         if std::mem::take(&mut status.drawn) {
             self.put(status::clear(), false);
         }

@@ -26,9 +26,9 @@
 //! one retry after a failure, as RFC 9309 suggests.
 
 use std::collections::HashMap;
-use std::time::Instant;
 #[cfg(test)]
 use std::time::Duration;
+use std::time::Instant;
 
 use url::Url;
 
@@ -37,7 +37,7 @@ use crate::http::Response;
 use crate::log::Log;
 use crate::robots::Robots;
 use crate::schedule::{host_key, CrawlLimits, HostSchedule};
-use crate::stats::{Blocked, FetchError, FetchStatistic};
+use crate::stats::{Blocked, FailKind, FetchError, FetchStatistic};
 
 /// How many redirects a robots.txt fetch follows (RFC 9309: at least five).
 /// After that, the file counts as unavailable in the RFC's sense: no rules.
@@ -130,7 +130,9 @@ impl Politeness {
     /// the host's slot and a page of `--max-pages`: the caller must fetch.
     pub fn gate(&mut self, url: &Url, now: Instant) -> Gate {
         let host = host_key(url);
-        if self.obey {
+        // The course fetches `http` only: an `https` URL fails as
+        // unsupported without any request, so there is nothing to ask.
+        if self.obey && url.scheme() == "http" {
             match self.rules.get(&host) {
                 None => {
                     self.rules.insert(host.clone(), Rules::Fetching);
@@ -221,7 +223,16 @@ impl Politeness {
                 if let Some(again) = retry(self, fetch.clone()) {
                     return Some(again);
                 }
-                Robots::deny_all(format!("no answer ({error}): nothing allowed"))
+                match error.kind {
+                    // Nothing listens there (or the name does not resolve):
+                    // no request can reach the host at all. Its pages are
+                    // left to fail the same way, so each URL's line says why
+                    // (a closed port reads as today, not as "blocked").
+                    FailKind::Dns | FailKind::Connect => {
+                        Robots::allow_all(format!("unreachable ({error}): its pages will fail too"))
+                    }
+                    _ => Robots::deny_all(format!("no answer ({error}): nothing allowed")),
+                }
             }
             Err(error) => Robots::deny_all(format!("no answer ({error}): nothing allowed")),
         };
@@ -229,8 +240,11 @@ impl Politeness {
         if let Some(delay) = delay {
             self.schedule.set_crawl_delay(&fetch.host, delay);
         }
-        self.log
-            .info(format_args!("robots.txt for {}: {}", fetch.host, robots.summary()));
+        self.log.info(format_args!(
+            "robots.txt for {}: {}",
+            fetch.host,
+            robots.summary()
+        ));
         self.rules.insert(fetch.host, Rules::Known(robots));
         None
     }
@@ -257,7 +271,6 @@ mod tests {
     use super::*;
     use crate::cli::Lesson;
     use crate::log::Level;
-    use crate::stats::FailKind;
 
     fn url(text: &str) -> Url {
         Url::parse(text).unwrap()
@@ -289,7 +302,10 @@ mod tests {
         let Gate::FetchRobots(fetch) = polite.gate(&url(page), now) else {
             panic!("expected a robots.txt fetch first");
         };
-        assert_eq!(polite.robots_answer(fetch, answer, now).map(|f| f.url), None);
+        assert_eq!(
+            polite.robots_answer(fetch, answer, now).map(|f| f.url),
+            None
+        );
     }
 
     #[test]
@@ -374,6 +390,31 @@ mod tests {
         assert!(matches!(
             polite.gate(&url("http://a.test/"), now),
             Gate::Blocked(_)
+        ));
+    }
+
+    #[test]
+    fn an_unreachable_host_leaves_its_pages_to_fail_on_their_own() {
+        let mut polite = Politeness::new(&config());
+        let now = Instant::now();
+        let Gate::FetchRobots(fetch) = polite.gate(&url("http://a.test/"), now) else {
+            panic!()
+        };
+        let refused = || Err(FetchError::new(FailKind::Connect, "connection refused"));
+        let again = polite.robots_answer(fetch, refused(), now).expect("retry");
+        assert!(polite.robots_answer(again, refused(), now).is_none());
+        assert!(matches!(
+            polite.gate(&url("http://a.test/"), now),
+            Gate::Fetch { .. }
+        ));
+    }
+
+    #[test]
+    fn https_urls_ask_for_nothing() {
+        let mut polite = Politeness::new(&config());
+        assert!(matches!(
+            polite.gate(&url("https://a.test/"), Instant::now()),
+            Gate::Fetch { .. }
         ));
     }
 
