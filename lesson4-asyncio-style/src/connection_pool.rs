@@ -512,6 +512,18 @@ impl ConnectionPool {
         self.inner.opened.get()
     }
 
+    /// Close the idle connections to `url`'s host (the one robots.txt was
+    /// fetched on: the site's pages then start on fresh connections, as
+    /// they would without it).
+    pub fn close_idle_to(&self, url: &Url) {
+        let idle = PoolKey::of(url).and_then(|key| {
+            let mut hosts = self.inner.hosts.borrow_mut();
+            hosts.get_mut(&key).map(|host| std::mem::take(&mut host.idle))
+        });
+        // Closed here, outside the borrow of the hosts table.
+        drop(idle);
+    }
+
     /// Close every idle connection.
     pub fn close(&self) {
         let idle: Vec<Connection> = self

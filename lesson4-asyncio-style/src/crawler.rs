@@ -29,17 +29,28 @@
 //! There is still no lock. Deciding which links are new and queuing them
 //! happen between two `.await`s, so no other task can run in between: the
 //! seen-set check and the insert are one step, as they were in lesson 3.
+//!
+//! Before each fetch a worker asks [`shared::polite`] whether, and when, it
+//! may go ([`Crawler::polite_turn`]). The waiting is asyncio's: the host's
+//! next slot under `--delay` is an `await sleep(...)` (a timer of the
+//! loop's, `call_later`'s kind), and a host's robots.txt is a [`Future`]
+//! that the worker fetching it completes and every other worker needing
+//! that host awaits.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::Instant;
 
+use shared::http::Response;
 use shared::links::{self, UrlPolicy};
 use shared::log::Log;
 use shared::page::{self, Analysis};
+use shared::polite::{Gate, Politeness};
+use shared::schedule::host_key;
+use shared::status::Progress;
 use shared::trace::{self, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FetchError, FetchStatistic};
 use url::Url;
@@ -47,8 +58,9 @@ use url::Url;
 use crate::connection_pool::{ConnectionPool, OutOfDescriptors, MAX_IDLE_PER_HOST};
 use crate::event_loop::get_running_loop;
 use crate::fetch::{fetch, Session};
-use crate::future::is_cancelled;
+use crate::future::{self as future, is_cancelled};
 use crate::queue::Queue;
+use crate::sleep::sleep;
 use crate::task::Task;
 
 /// The crawl-wide state: what the original keeps on `self`.
@@ -70,8 +82,8 @@ pub struct Crawler {
     /// `--trace`: where each attempt and its phases are recorded (off
     /// unless asked for), on its worker's lane.
     trace: Trace,
-    /// The work: `(url, redirects still allowed)`.
-    q: Queue<(Url, usize)>,
+    /// The work: `(url, redirects still allowed, depth)`.
+    q: Queue<(Url, usize, usize)>,
     /// Every URL ever queued: roots, new links, redirect targets. Their text
     /// only — a parsed `Url` carries 64 bytes of offsets besides it — in a
     /// `Box<str>`, which unlike a `String` has no spare capacity to record.
@@ -81,6 +93,11 @@ pub struct Crawler {
     /// The connection pool, the deadline and the limits, shared by all
     /// workers.
     session: Session,
+    /// robots.txt, the hosts' slots and `--max-pages`: asked before each fetch.
+    polite: RefCell<Politeness>,
+    /// Per host whose robots.txt is being fetched: the future the fetching
+    /// worker completes when the rules are in.
+    robots_pending: RefCell<HashMap<String, future::Future<()>>>,
     /// When the crawl started, for the report.
     t0: Cell<Instant>,
     /// When it ended (`None` while it runs).
@@ -106,8 +123,11 @@ impl Crawler {
                 ConnectionPool::new(MAX_IDLE_PER_HOST, socket_budget),
                 config.timeout,
                 config.limits,
+                &config.user_agent,
                 config.log.clone(),
             ),
+            polite: RefCell::new(Politeness::new(config)),
+            robots_pending: RefCell::new(HashMap::new()),
             t0: Cell::new(Instant::now()),
             t1: Cell::new(None),
             roots,
@@ -115,7 +135,7 @@ impl Crawler {
         // Roots are exempt from `--exclude`: they are queued without asking
         // the policy.
         for root in &crawler.roots {
-            crawler.add_url(root.clone(), crawler.max_redirect);
+            crawler.add_url(root.clone(), crawler.max_redirect, 0);
             crawler.log.debug(format_args!("queue {root}"));
         }
         Ok(crawler)
@@ -160,14 +180,19 @@ impl Crawler {
     fn work(self: Rc<Self>, worker: usize) -> impl Future<Output = anyhow::Result<()>> {
         async move {
             loop {
-                let (url, max_redirect) = self.q.get().await?;
+                let (url, max_redirect, depth) = self.q.get().await?;
                 self.trace.queued(self.q.qsize());
-                // The fetch is traced on this worker's lane: while it runs,
-                // its phases are marked on its span.
-                let span = self.trace.fetch(url.as_str(), Lane::Worker(worker));
-                let fetched = span.instrument(pin!(self.fetch(&url, max_redirect))).await;
-                self.q.task_done()?;
-                fetched?;
+                if self.polite_turn(&url).await? {
+                    // The fetch is traced on this worker's lane: while it
+                    // runs, its phases are marked on its span.
+                    let span = self.trace.fetch(url.as_str(), Lane::Worker(worker));
+                    let fetched = self.fetch(&url, max_redirect, depth);
+                    let fetched = span.instrument(pin!(fetched)).await;
+                    self.q.task_done()?;
+                    fetched?;
+                } else {
+                    self.q.task_done()?;
+                }
             }
         }
     }
@@ -186,6 +211,7 @@ impl Crawler {
         &'a self,
         url: &'a Url,
         max_redirect: usize,
+        depth: usize,
     ) -> impl Future<Output = anyhow::Result<()>> + 'a {
         async move {
             let mut tries = 0;
@@ -249,14 +275,18 @@ impl Crawler {
                 } else if max_redirect > 0 {
                     self.log
                         .info(format_args!("redirect to {next_url} from {url}"));
-                    self.add_url(next_url, max_redirect - 1);
+                    self.add_url(next_url, max_redirect - 1, depth);
                 } else {
                     self.log.error(format_args!(
                         "redirect limit reached for {next_url} from {url}"
                     ));
                 }
             } else {
-                stat.num_new_urls = self.add_links(url, links);
+                // `--max-depth`: the links of a page at the last depth are
+                // counted on its line, not queued.
+                if self.polite.borrow().follows_links_at(depth) {
+                    stat.num_new_urls = self.add_links(url, links, depth + 1);
+                }
                 trace::end(&stat);
                 self.record_statistic(stat);
             }
@@ -266,8 +296,9 @@ impl Crawler {
     // ANCHOR_END: fetch
 
     // ANCHOR: add_links
-    /// Queue the links of `page` not seen before; how many that was (`NEW`).
-    fn add_links(&self, page: &Url, links: Vec<Url>) -> usize {
+    /// Queue the links of `page` not seen before, at `depth`; how many that
+    /// was (`NEW`).
+    fn add_links(&self, page: &Url, links: Vec<Url>, depth: usize) -> usize {
         let mut new = 0;
         for link in links {
             if self.seen_urls.borrow().contains(link.as_str()) {
@@ -275,24 +306,120 @@ impl Crawler {
                     .debug(format_args!("skip {link} from {page}: already seen"));
             } else {
                 self.log.debug(format_args!("queue {link} from {page}"));
-                self.add_url(link, self.max_redirect);
+                self.add_url(link, self.max_redirect, depth);
                 new += 1;
             }
         }
         new
     }
 
-    /// Mark `url` seen and queue it with `max_redirect` redirects allowed.
-    fn add_url(&self, url: Url, max_redirect: usize) {
+    /// Mark `url` seen and queue it with `max_redirect` redirects allowed,
+    /// at `depth`.
+    fn add_url(&self, url: Url, max_redirect: usize, depth: usize) {
         self.seen_urls.borrow_mut().insert(url.as_str().into());
-        self.q.put_nowait((url, max_redirect));
+        self.q.put_nowait((url, max_redirect, depth));
     }
     // ANCHOR_END: add_links
 
-    /// A URL is finished: its info line, and its statistic for the report.
+    // ANCHOR: polite_turn
+    /// Wait until `url` may be fetched: its host's robots.txt known (this
+    /// worker fetches it if no other is), its host's slot come. Says whether
+    /// to fetch it: not if robots.txt refused it (its line is recorded
+    /// here) or `--max-pages` were started.
+    async fn polite_turn(&self, url: &Url) -> anyhow::Result<bool> {
+        loop {
+            let gate = self.polite.borrow_mut().gate(url, Instant::now());
+            match gate {
+                Gate::Fetch { at } => {
+                    // A time to wait for is a sleep: the loop's timer wakes
+                    // this worker, and the other workers go on meanwhile.
+                    sleep(at.saturating_duration_since(Instant::now())).await?;
+                    return Ok(true);
+                }
+                Gate::FetchRobots(robots) => {
+                    let rules = get_running_loop().create_future();
+                    self.robots_pending
+                        .borrow_mut()
+                        .insert(host_key(url), rules.clone());
+                    let fetched = self.fetch_robots(robots).await;
+                    self.robots_pending.borrow_mut().remove(&host_key(url));
+                    // Every worker waiting for this host wakes (even if this
+                    // one was cancelled: the rules are in, or never will be).
+                    rules.set_result(());
+                    fetched?;
+                }
+                Gate::WaitForRobots => {
+                    // A result someone else is fetching is a future: each
+                    // waiter hangs its own on the host's, with a done
+                    // callback (the first `.await` of a future takes its
+                    // result, so the waiters cannot all await the one).
+                    let rules = self.robots_pending.borrow().get(&host_key(url)).cloned();
+                    let Some(rules) = rules else {
+                        // Only a worker cancelled mid-fetch leaves no future.
+                        anyhow::bail!("the robots.txt fetch for {url} was abandoned");
+                    };
+                    let known = get_running_loop().create_future::<()>();
+                    let waiter = known.clone();
+                    rules.add_done_callback(move |_| {
+                        waiter.set_result(());
+                    });
+                    known.await?;
+                }
+                Gate::Blocked(stat) => {
+                    self.record_statistic(stat);
+                    return Ok(false);
+                }
+                Gate::OverLimit => return Ok(false),
+            }
+        }
+    }
+
+    /// Fetch a host's robots.txt (following what [`Politeness`] says: a
+    /// redirect, one retry) until its rules are known.
+    async fn fetch_robots(&self, mut robots: shared::polite::RobotsFetch) -> anyhow::Result<()> {
+        loop {
+            sleep(robots.at.saturating_duration_since(Instant::now())).await?;
+            let answer: Result<Response, FetchError> = loop {
+                match fetch(&self.session, &robots.url).await {
+                    Ok(response) => break Ok(response),
+                    Err(err) if is_cancelled(&err) => return Err(err),
+                    // Not the host's answer: wait for a socket and ask again.
+                    Err(err) if err.is::<OutOfDescriptors>() => {}
+                    Err(err) => break Err(FetchError::from_anyhow(&err)),
+                }
+            };
+            // robots.txt is asked on a connection of its own: a page's first
+            // request never rides on it, so a site sees each page fetched as
+            // it would be without robots.txt (a retry is a retry, not a
+            // stale pooled connection's resend).
+            self.session.pool.close_idle_to(&robots.url);
+            let next = self
+                .polite
+                .borrow_mut()
+                .robots_answer(robots, answer, Instant::now());
+            match next {
+                Some(next) => robots = next,
+                None => return Ok(()),
+            }
+        }
+    }
+    // ANCHOR_END: polite_turn
+
+    /// A URL is finished: its info line, and its statistic for the report;
+    /// the status line redrawn, if it is shown.
     fn record_statistic(&self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
         self.done.borrow_mut().push(stat);
+        self.log.progress(|| {
+            let done = self.done.borrow();
+            Progress {
+                done: done.len(),
+                in_flight: self.session.in_flight.now(),
+                queued: self.q.qsize(),
+                failed: done.iter().filter(|s| s.error.is_some()).count(),
+                blocked: self.polite.borrow().blocked(),
+            }
+        });
     }
 
     /// The report of the crawl so far (complete once `crawl` has returned).
@@ -303,7 +430,9 @@ impl Crawler {
             elapsed: end.saturating_duration_since(self.t0.get()),
             max_tasks: self.max_tasks,
             peak_in_flight: self.session.in_flight.peak(),
-            todo: self.q.unfinished_tasks(),
+            // URLs `--max-pages` left unfetched were marked done in the
+            // queue, but are still to do.
+            todo: self.q.unfinished_tasks() + self.polite.borrow().over_limit(),
         }
     }
 }

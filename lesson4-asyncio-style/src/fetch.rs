@@ -75,6 +75,8 @@ pub struct Session {
     pub timeout: Duration,
     /// Response size limits.
     pub limits: Limits,
+    /// `--user-agent`, sent with every request.
+    pub user_agent: String,
     /// For the debug line about resent requests.
     pub log: Log,
     /// Fetches in flight now, and the most at once (the report's achieved
@@ -84,11 +86,18 @@ pub struct Session {
 
 impl Session {
     /// A session over `pool`, with no fetch in flight yet.
-    pub fn new(pool: ConnectionPool, timeout: Duration, limits: Limits, log: Log) -> Session {
+    pub fn new(
+        pool: ConnectionPool,
+        timeout: Duration,
+        limits: Limits,
+        user_agent: &str,
+        log: Log,
+    ) -> Session {
         Session {
             pool,
             timeout,
             limits,
+            user_agent: user_agent.to_string(),
             log,
             in_flight: Rc::new(InFlight::default()),
         }
@@ -188,7 +197,7 @@ fn exchange<'a>(
             // what it asked. (A `drop(request)` would not do: the compiler
             // keeps room for every variable still in scope at an `.await`.)
             trace::phase(Phase::Send);
-            let request = get_request(url, Version::Http11KeepAlive);
+            let request = get_request(url, Version::Http11KeepAlive, &session.user_agent);
             socket
                 .write_all(&request)
                 .await

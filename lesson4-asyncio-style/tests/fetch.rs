@@ -14,6 +14,7 @@ fn in_flight_counts_the_peak_not_the_total() {
         ConnectionPool::new(1, 1),
         Duration::from_secs(1),
         Limits::default(),
+        "crawler-course",
         Log::capture(Level::Error),
     );
     {
