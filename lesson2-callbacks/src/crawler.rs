@@ -26,9 +26,15 @@
 //! wait in line (`waiting`) for another fetch to close its socket, and a
 //! "too many open files" error puts a URL back in that line instead of
 //! failing it.
+//!
+//! Before a fetch starts, [`shared::polite`] says whether and when it may
+//! ([`Crawler::polite_fetch`]), and lesson 2 waits the callback way: a time
+//! to wait for is a timer (`call_at`), which the loop keeps in its poll
+//! timeout; a host's robots.txt, which one `Fetcher` is getting, is a list
+//! of callbacks (`rules_waiting`) run when its answer is in.
 
 use std::cell::RefCell;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
@@ -37,6 +43,9 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
+use shared::polite::{Gate, Politeness, RobotsFetch};
+use shared::schedule::host_key;
+use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FetchStatistic};
 use url::Url;
@@ -60,6 +69,8 @@ pub struct Crawler {
     timeout: Duration,
     /// Response size limits, handed to each fetch's parser.
     limits: Limits,
+    /// `--user-agent`, sent with every request.
+    user_agent: String,
     /// Where the per-URL lines go.
     log: Log,
     /// `--trace`: where each fetch and its phases are recorded (off unless
@@ -79,13 +90,27 @@ pub struct Crawler {
     /// How many fetches may hold a socket at once: the open-file limit less
     /// a reserve. Lowered if the process runs out of descriptors anyway.
     socket_budget: usize,
-    /// URLs waiting for a socket, first come first served.
-    waiting: VecDeque<Url>,
+    /// URLs waiting for a socket (with their depth), first come first served.
+    waiting: VecDeque<(Url, usize)>,
+    /// robots.txt, the hosts' slots and `--max-pages`: asked before each fetch.
+    polite: Politeness,
+    /// Per host whose robots.txt is being fetched: what to do once its
+    /// rules are in, one callback per URL that waits for them.
+    rules_waiting: HashMap<String, Vec<WhenRulesKnown>>,
     /// The `Rc` this crawler lives in, for the `done` callbacks it hands to
     /// each `Fetcher`. `Weak`, so the crawler does not keep itself alive.
     this: Weak<RefCell<Crawler>>,
 }
 // ANCHOR_END: crawler
+
+/// A callback waiting for a host's robots.txt rules.
+struct WhenRulesKnown(Box<dyn FnOnce(&mut Crawler, &EventLoop)>);
+
+impl std::fmt::Debug for WhenRulesKnown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WhenRulesKnown(..)")
+    }
+}
 
 impl Crawler {
     /// The crawler for `config`: roots normalized (`http://` added where
@@ -102,6 +127,7 @@ impl Crawler {
                 resolver: Rc::new(Resolver::new()),
                 timeout: config.timeout,
                 limits: config.limits,
+                user_agent: config.user_agent.clone(),
                 log: config.log.clone(),
                 trace: config.trace.clone(),
                 urls_todo: HashSet::new(),
@@ -110,6 +136,8 @@ impl Crawler {
                 // Zero would make every fetch wait forever.
                 socket_budget: socket_budget.max(1),
                 waiting: VecDeque::new(),
+                polite: Politeness::new(config),
+                rules_waiting: HashMap::new(),
                 this: this.clone(),
             })
         }))
@@ -121,21 +149,26 @@ impl Crawler {
     }
 
     // ANCHOR: fetch
-    /// Queue `url` and start fetching it — or, when the socket budget is
-    /// spent, put it in line. Returns at once: the tutorial's
-    /// `Fetcher(url).fetch()`.
-    pub fn fetch(&mut self, event_loop: &EventLoop, url: Url) {
+    /// Queue `url` (found at `depth`) and start fetching it — once
+    /// politeness allows, and when the socket budget is spent, in line.
+    /// Returns at once: the tutorial's `Fetcher(url).fetch()`.
+    pub fn fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         self.urls_todo.insert(url.clone());
+        self.polite_fetch(event_loop, url, depth);
+    }
+
+    /// Start `url` now or put it in line for a socket.
+    fn start_or_wait(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         if self.in_flight.now() < self.socket_budget && self.waiting.is_empty() {
-            self.start_fetcher(event_loop, url);
+            self.start_fetcher(event_loop, url, depth);
         } else {
-            self.waiting.push_back(url);
+            self.waiting.push_back((url, depth));
         }
     }
 
     /// Make a `Fetcher` for `url` whose `done` callback is
     /// [`Crawler::fetched`], and start it.
-    fn start_fetcher(&mut self, event_loop: &EventLoop, url: Url) {
+    fn start_fetcher(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         // `crawl` holds the crawler's `Rc` until the loop has ended, so this
         // always succeeds while callbacks can run.
         let Some(crawler) = self.this.upgrade() else {
@@ -151,10 +184,11 @@ impl Crawler {
             Rc::clone(&self.in_flight),
             self.timeout,
             self.limits,
+            &self.user_agent,
             move |fetched| {
                 crawler
                     .borrow_mut()
-                    .fetched(&done_loop, url, done_span, fetched)
+                    .fetched(&done_loop, url, depth, done_span, fetched)
             },
         );
         // The fetcher keeps the span for its callbacks (see `bind`); its
@@ -171,20 +205,141 @@ impl Crawler {
     fn fetch_waiting(&mut self, event_loop: &EventLoop) {
         let free = self.socket_budget.saturating_sub(self.in_flight.now());
         for _ in 0..free {
-            let Some(url) = self.waiting.pop_front() else {
+            let Some((url, depth)) = self.waiting.pop_front() else {
                 break;
             };
-            self.start_fetcher(event_loop, url);
+            self.start_fetcher(event_loop, url, depth);
         }
     }
     // ANCHOR_END: fetch
+
+    // ANCHOR: polite_fetch
+    /// Ask whether and when `url` may be fetched, and arrange for it: start
+    /// it (now, or from a timer at its host's slot), wait for its host's
+    /// robots.txt (fetching it if no one is), or record it as not fetched.
+    fn polite_fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
+        match self.polite.gate(&url, event_loop.time()) {
+            Gate::Fetch { at } if at <= event_loop.time() => {
+                self.start_or_wait(event_loop, url, depth);
+            }
+            // A time to wait for is a timer: the loop sleeps in its poll
+            // until the first one is due, and runs this callback then.
+            Gate::Fetch { at } => self.later(event_loop, at, move |crawler, event_loop| {
+                crawler.start_or_wait(event_loop, url, depth)
+            }),
+            Gate::FetchRobots(robots) => {
+                self.rules_waiting.insert(host_key(&url), Vec::new());
+                self.fetch_robots(event_loop, robots);
+                self.wait_for_rules(url, depth);
+            }
+            Gate::WaitForRobots => self.wait_for_rules(url, depth),
+            Gate::Blocked(stat) => {
+                self.record_statistic(stat);
+                self.finished(event_loop, &url);
+            }
+            // Left unfetched (the report's `Todo` counts it from `polite`).
+            Gate::OverLimit => self.finished(event_loop, &url),
+        }
+    }
+
+    /// A result someone else is fetching: leave a callback to be run when
+    /// the host's rules are in.
+    fn wait_for_rules(&mut self, url: Url, depth: usize) {
+        let callbacks = self.rules_waiting.entry(host_key(&url)).or_default();
+        callbacks.push(WhenRulesKnown(Box::new(move |crawler, event_loop| {
+            crawler.polite_fetch(event_loop, url, depth)
+        })));
+    }
+
+    /// Start a `Fetcher` for a host's robots.txt (at its slot) whose `done`
+    /// callback is [`Crawler::robots_fetched`].
+    fn fetch_robots(&mut self, event_loop: &EventLoop, robots: RobotsFetch) {
+        if robots.at > event_loop.time() {
+            let at = robots.at;
+            return self.later(event_loop, at, move |crawler, event_loop| {
+                crawler.fetch_robots(event_loop, robots)
+            });
+        }
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let done_loop = event_loop.clone();
+        let url = robots.url.clone();
+        let fetcher = Fetcher::new(
+            event_loop,
+            url,
+            Rc::clone(&self.resolver),
+            Rc::clone(&self.in_flight),
+            self.timeout,
+            self.limits,
+            &self.user_agent,
+            move |fetched| {
+                crawler
+                    .borrow_mut()
+                    .robots_fetched(&done_loop, robots, fetched)
+            },
+        );
+        fetcher.borrow_mut().fetch(FetchSpan::off());
+    }
+
+    /// A robots.txt fetch ended: fetch again if politeness says so (a
+    /// redirect, a retry), else run every callback waiting for the rules.
+    fn robots_fetched(
+        &mut self,
+        event_loop: &EventLoop,
+        mut robots: RobotsFetch,
+        fetched: Fetched,
+    ) {
+        let answer = match fetched {
+            // No descriptor: try again in a moment, when a fetch has ended.
+            Fetched::OutOfDescriptors { .. } => {
+                robots.at = event_loop.time() + Duration::from_millis(100);
+                return self.fetch_robots(event_loop, robots);
+            }
+            Fetched::Done(answer) => answer,
+        };
+        let host = host_key(&robots.url);
+        match self.polite.robots_answer(robots, answer, event_loop.time()) {
+            Some(next) => self.fetch_robots(event_loop, next),
+            None => {
+                for WhenRulesKnown(callback) in self.rules_waiting.remove(&host).unwrap_or_default()
+                {
+                    callback(self, event_loop);
+                }
+            }
+        }
+        // Its socket is closed: a waiting URL can have it.
+        self.fetch_waiting(event_loop);
+    }
+
+    /// Run `callback` on the crawler at `at`.
+    fn later(
+        &self,
+        event_loop: &EventLoop,
+        at: std::time::Instant,
+        callback: impl FnOnce(&mut Crawler, &EventLoop) + 'static,
+    ) {
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let timer_loop = event_loop.clone();
+        event_loop.call_at(at, move || callback(&mut crawler.borrow_mut(), &timer_loop));
+    }
+    // ANCHOR_END: polite_fetch
 
     // ANCHOR: fetched
     /// A fetch ended: the second half of lesson 1's `Crawler::fetch`, run by
     /// the event loop as the `Fetcher`'s `done` callback. Find the links,
     /// start a fetch for each new one, record the URL's line — and stop the
     /// loop when nothing is left to do.
-    fn fetched(&mut self, event_loop: &EventLoop, url: Url, span: FetchSpan, fetched: Fetched) {
+    fn fetched(
+        &mut self,
+        event_loop: &EventLoop,
+        url: Url,
+        depth: usize,
+        span: FetchSpan,
+        fetched: Fetched,
+    ) {
         let stat = match fetched {
             // No descriptor for its socket. Others were in flight, and each
             // closes one when it ends: wait in line for that, and take the
@@ -195,7 +350,7 @@ impl Crawler {
                 self.socket_budget = self.socket_budget.min(in_flight.max(1));
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
-                self.waiting.push_front(url);
+                self.waiting.push_front((url, depth));
                 return;
             }
             Fetched::Done(Err(error)) => FetchStatistic::failed(url.as_str(), error),
@@ -206,13 +361,21 @@ impl Crawler {
                     links,
                     redirect,
                 } = page::analyze(&url, &response, &self.policy, &self.log);
-                let is_new = self.add_urls(event_loop, &links);
+                // `--max-depth`: the links of a page at the last depth are
+                // counted on its line but not fetched.
+                let links = if self.polite.follows_links_at(depth) {
+                    links
+                } else {
+                    Vec::new()
+                };
+                let is_new = self.add_urls(event_loop, &links, depth + 1);
                 stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
                 self.log_queued(&url, &links, &is_new);
                 if let Some(next) = redirect {
-                    // A redirect target is queued like a link: lesson 2
-                    // keeps no count of how long a chain has become.
-                    if self.add_urls(event_loop, std::slice::from_ref(&next))[0] {
+                    // A redirect target is queued like a link, at the depth
+                    // of the URL that moved: lesson 2 keeps no count of how
+                    // long a chain has become.
+                    if self.add_urls(event_loop, std::slice::from_ref(&next), depth)[0] {
                         self.log.info(format_args!("redirect to {next} from {url}"));
                     } else {
                         self.log.debug(format_args!(
@@ -225,10 +388,15 @@ impl Crawler {
         };
         span.end(&stat);
         self.record_statistic(stat);
-        self.urls_todo.remove(&url);
         // Its socket is closed: a waiting URL can have it.
         self.fetch_waiting(event_loop);
         self.trace.queued(self.waiting.len());
+        self.finished(event_loop, &url);
+    }
+
+    /// `url` is done with: stop the loop if it was the last.
+    fn finished(&mut self, event_loop: &EventLoop, url: &Url) {
+        self.urls_todo.remove(url);
         if self.urls_todo.is_empty() {
             event_loop.stop();
         }
@@ -236,16 +404,17 @@ impl Crawler {
     // ANCHOR_END: fetched
 
     // ANCHOR: add_urls
-    /// Mark each of `urls` seen and start fetching it, unless it was seen
-    /// before. Says, for each, whether it was new: the page's `num_new_urls`.
-    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url]) -> Vec<bool> {
+    /// Mark each of `urls` seen and start fetching it (at `depth`), unless
+    /// it was seen before. Says, for each, whether it was new: the page's
+    /// `num_new_urls`.
+    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url], depth: usize) -> Vec<bool> {
         urls.iter()
             .map(|url| {
                 // No lock: no other callback can run until this one returns,
                 // so between `insert` and `fetch` nobody can sneak in.
                 let is_new = self.seen_urls.insert(url.clone());
                 if is_new {
-                    self.fetch(event_loop, url.clone());
+                    self.fetch(event_loop, url.clone(), depth);
                 }
                 is_new
             })
@@ -268,17 +437,26 @@ impl Crawler {
         }
     }
 
-    /// Log the URL's line (the tutorial's `print(url)`) and keep its statistic.
+    /// Log the URL's line (the tutorial's `print(url)`) and keep its
+    /// statistic; redraw the status line, if it is shown.
     fn record_statistic(&mut self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
         self.done.push(stat);
+        self.log.progress(|| Progress {
+            done: self.done.len(),
+            in_flight: self.in_flight.now(),
+            queued: self.urls_todo.len().saturating_sub(self.in_flight.now()),
+            failed: self.done.iter().filter(|s| s.error.is_some()).count(),
+            blocked: self.polite.blocked(),
+        });
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the
     /// achieved concurrency: lesson 2 has no `--threads` or `--max-tasks`.
     pub fn report(&mut self, elapsed: Duration) -> CrawlReport {
         CrawlReport {
-            todo: self.urls_todo.len(),
+            // URLs `--max-pages` left unfetched are still to do.
+            todo: self.urls_todo.len() + self.polite.over_limit(),
             stats: std::mem::take(&mut self.done),
             elapsed,
             max_tasks: self.in_flight.peak(),

@@ -146,8 +146,12 @@ pub struct Fetcher {
 // ANCHOR_END: fetcher
 
 impl Fetcher {
-    /// A fetcher for `url` that will call `done` when it ends. Nothing
-    /// happens until [`Fetcher::fetch`].
+    /// A fetcher for `url` that will call `done` when it ends, sending
+    /// `User-Agent: agent`. Nothing happens until [`Fetcher::fetch`].
+    ///
+    /// (One argument for each thing a fetch needs, as the tutorial's
+    /// `Fetcher` takes them; lesson 4 gathers them in a `Session`.)
+    #[expect(clippy::too_many_arguments, reason = "see above")]
     pub fn new<F>(
         event_loop: &EventLoop,
         url: Url,
@@ -155,6 +159,7 @@ impl Fetcher {
         in_flight: Rc<InFlight>,
         timeout: Duration,
         limits: Limits,
+        agent: &str,
         done: F,
     ) -> Rc<RefCell<Fetcher>>
     where
@@ -162,7 +167,7 @@ impl Fetcher {
     {
         Rc::new_cyclic(|this| {
             RefCell::new(Fetcher {
-                request: get_request(&url, Version::Http10Close),
+                request: get_request(&url, Version::Http10Close, agent),
                 url,
                 event_loop: event_loop.clone(),
                 this: this.clone(),

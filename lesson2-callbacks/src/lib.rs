@@ -72,8 +72,9 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     let crawler = Crawler::new(config, socket_budget)?;
     {
         let mut crawler = crawler.borrow_mut();
+        // Roots are depth 0; a page's links one more.
         for root in crawler.roots().to_vec() {
-            crawler.fetch(&event_loop, root);
+            crawler.fetch(&event_loop, root, 0);
         }
     }
     // Runs every callback until the last fetch's `done` finds `urls_todo`

@@ -53,6 +53,7 @@ fn fetcher(
         Rc::new(InFlight::default()),
         timeout,
         Limits::default(),
+        "crawler-course",
         move |fetched| *store.borrow_mut() = Some(fetched),
     );
     (fetcher, outcome)

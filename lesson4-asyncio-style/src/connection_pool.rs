@@ -518,7 +518,9 @@ impl ConnectionPool {
     pub fn close_idle_to(&self, url: &Url) {
         let idle = PoolKey::of(url).and_then(|key| {
             let mut hosts = self.inner.hosts.borrow_mut();
-            hosts.get_mut(&key).map(|host| std::mem::take(&mut host.idle))
+            hosts
+                .get_mut(&key)
+                .map(|host| std::mem::take(&mut host.idle))
         });
         // Closed here, outside the borrow of the hosts table.
         drop(idle);
