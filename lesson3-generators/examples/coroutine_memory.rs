@@ -55,6 +55,7 @@ fn coroutine_sizes() -> anyhow::Result<()> {
         Rc::new(InFlight::default()),
         Duration::from_secs(30),
         Limits::default(),
+        Rc::from("crawler-course"),
     );
     let addr = SocketAddr::from(([127, 0, 0, 1], 80));
     // A socket to hand the sub-coroutines (they are not run). It registers

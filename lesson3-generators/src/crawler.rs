@@ -26,9 +26,16 @@
 //! the crawler would panic. Between two `.await`s a coroutine runs alone,
 //! exactly like a callback: that is what makes "is this link new?" and "mark
 //! it seen" one step without a lock.
+//!
+//! Before a fetch starts, [`shared::polite`] says whether and when it may
+//! ([`Crawler::polite_fetch`]). Where lesson 2 armed a timer and left a
+//! callback, a coroutine waits in place: a task that `sleep`s until the
+//! host's slot, and a task that awaits the host's robots.txt — a
+//! [`Future`] the task fetching it completes, awaited by every task that
+//! needs it.
 
 use std::cell::RefCell;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::pin;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
@@ -38,12 +45,17 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
+use shared::polite::{Gate, Politeness, RobotsFetch};
+use shared::schedule::host_key;
+use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
 use crate::event_loop::EventLoop;
 use crate::fetch::{Fetched, Fetcher, InFlight};
+use crate::future::Future;
+use crate::sleep::sleep;
 
 // ANCHOR: crawler
 /// The crawl-wide state. One thread, so no locks: it lives in an
@@ -61,6 +73,8 @@ pub struct Crawler {
     timeout: Duration,
     /// Response size limits, handed to each fetch's parser.
     limits: Limits,
+    /// `--user-agent`, sent with every request.
+    user_agent: Rc<str>,
     /// Where the per-URL lines go.
     log: Log,
     /// `--trace`: where each fetch and its phases are recorded (off unless
@@ -85,8 +99,13 @@ pub struct Crawler {
     /// How many fetches may hold a socket at once: the open-file limit less
     /// a reserve. Lowered if the process runs out of descriptors anyway.
     socket_budget: usize,
-    /// URLs waiting for a socket, first come first served.
-    waiting: VecDeque<Url>,
+    /// URLs waiting for a socket (with their depth), first come first served.
+    waiting: VecDeque<(Url, usize)>,
+    /// robots.txt, the hosts' slots and `--max-pages`: asked before each fetch.
+    polite: Politeness,
+    /// Per host whose robots.txt is being fetched: the future its task
+    /// completes when the rules are in.
+    robots_pending: HashMap<String, Future<()>>,
     /// The `Rc` this crawler lives in, for the fetch tasks to hold. `Weak`,
     /// so the crawler does not keep itself alive.
     this: Weak<RefCell<Crawler>>,
@@ -108,6 +127,7 @@ impl Crawler {
                 resolver: Rc::new(Resolver::new()),
                 timeout: config.timeout,
                 limits: config.limits,
+                user_agent: Rc::from(config.user_agent.as_str()),
                 log: config.log.clone(),
                 trace: config.trace.clone(),
                 urls_todo: HashSet::new(),
@@ -117,6 +137,8 @@ impl Crawler {
                 // Zero would make every fetch wait forever.
                 socket_budget: socket_budget.max(1),
                 waiting: VecDeque::new(),
+                polite: Politeness::new(config),
+                robots_pending: HashMap::new(),
                 this: this.clone(),
             })
         }))
@@ -128,21 +150,26 @@ impl Crawler {
     }
 
     // ANCHOR: fetch
-    /// Queue `url` and start fetching it — or, when the socket budget is
-    /// spent, put it in line. Returns at once: the tutorial's
-    /// `Task(Fetcher(url).fetch())`.
-    pub fn fetch(&mut self, event_loop: &EventLoop, url: Url) {
+    /// Queue `url` (found at `depth`) and start fetching it — once
+    /// politeness allows, and when the socket budget is spent, in line.
+    /// Returns at once: the tutorial's `Task(Fetcher(url).fetch())`.
+    pub fn fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         self.urls_todo.insert(url.clone());
+        self.polite_fetch(event_loop, url, depth);
+    }
+
+    /// Start `url` now or put it in line for a socket.
+    fn start_or_wait(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         if self.started < self.socket_budget && self.waiting.is_empty() {
-            self.start_fetcher(event_loop, url);
+            self.start_fetcher(event_loop, url, depth);
         } else {
-            self.waiting.push_back(url);
+            self.waiting.push_back((url, depth));
         }
     }
 
     /// Make a `Fetcher` for `url` and a task that runs its `fetch`, then
     /// [`Crawler::fetched`] with the result.
-    fn start_fetcher(&mut self, event_loop: &EventLoop, url: Url) {
+    fn start_fetcher(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         // `crawl` holds the crawler's `Rc` until the loop has ended, so this
         // always succeeds while tasks can run.
         let Some(crawler) = self.this.upgrade() else {
@@ -150,13 +177,7 @@ impl Crawler {
         };
         self.started += 1;
         let span = self.trace.fetch(url.as_str(), Lane::Lowest);
-        let fetcher = Fetcher::new(
-            url.clone(),
-            Rc::clone(&self.resolver),
-            Rc::clone(&self.in_flight),
-            self.timeout,
-            self.limits,
-        );
+        let fetcher = self.fetcher(url.clone());
         let task_loop = event_loop.clone();
         // The task holds the fetcher, the crawler and the loop until its
         // coroutine returns; its first step runs on the loop's next turn.
@@ -164,8 +185,22 @@ impl Crawler {
             // The fetch's phases are marked on `span` while it runs.
             let fetched = span.clone().instrument(pin!(fetcher.fetch())).await;
             // Borrowed for this one step only, never across an `.await`.
-            crawler.borrow_mut().fetched(&task_loop, url, span, fetched);
+            crawler
+                .borrow_mut()
+                .fetched(&task_loop, url, depth, span, fetched);
         });
+    }
+
+    /// A `Fetcher` for `url` with the crawl's settings.
+    fn fetcher(&self, url: Url) -> Fetcher {
+        Fetcher::new(
+            url,
+            Rc::clone(&self.resolver),
+            Rc::clone(&self.in_flight),
+            self.timeout,
+            self.limits,
+            Rc::clone(&self.user_agent),
+        )
     }
 
     /// A socket was closed: start as many waiting URLs as the budget now
@@ -173,20 +208,108 @@ impl Crawler {
     fn fetch_waiting(&mut self, event_loop: &EventLoop) {
         let free = self.socket_budget.saturating_sub(self.started);
         for _ in 0..free {
-            let Some(url) = self.waiting.pop_front() else {
+            let Some((url, depth)) = self.waiting.pop_front() else {
                 break;
             };
-            self.start_fetcher(event_loop, url);
+            self.start_fetcher(event_loop, url, depth);
         }
     }
     // ANCHOR_END: fetch
+
+    // ANCHOR: polite_fetch
+    /// Ask whether and when `url` may be fetched, and arrange for it: start
+    /// it now, or from a task that waits for its host's slot or its host's
+    /// robots.txt (fetching it if no one is); or record it as not fetched.
+    fn polite_fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let task_loop = event_loop.clone();
+        match self.polite.gate(&url, event_loop.time()) {
+            Gate::Fetch { at } if at <= event_loop.time() => {
+                self.start_or_wait(event_loop, url, depth);
+            }
+            // A time to wait for: a task that sleeps until it, then goes on
+            // in the same coroutine, where lesson 2 needed a timer callback.
+            Gate::Fetch { at } => {
+                event_loop.create_task(async move {
+                    sleep(at.saturating_duration_since(task_loop.time())).await;
+                    crawler.borrow_mut().start_or_wait(&task_loop, url, depth);
+                });
+            }
+            Gate::FetchRobots(robots) => {
+                let rules = Future::new(event_loop);
+                self.robots_pending.insert(host_key(&url), rules.clone());
+                event_loop.create_task(async move {
+                    Crawler::fetch_robots(&crawler, &task_loop, robots).await;
+                    crawler.borrow_mut().robots_pending.remove(&host_key(&url));
+                    rules.set_result(());
+                    crawler.borrow_mut().polite_fetch(&task_loop, url, depth);
+                });
+            }
+            // A result another task is fetching: await the same future.
+            Gate::WaitForRobots => {
+                let rules = self.robots_pending.get(&host_key(&url)).cloned();
+                event_loop.create_task(async move {
+                    if let Some(rules) = rules {
+                        rules.await;
+                    }
+                    crawler.borrow_mut().polite_fetch(&task_loop, url, depth);
+                });
+            }
+            Gate::Blocked(stat) => {
+                self.record_statistic(stat);
+                self.finished(event_loop, &url);
+            }
+            // Left unfetched (the report's `Todo` counts it from `polite`).
+            Gate::OverLimit => self.finished(event_loop, &url),
+        }
+    }
+
+    /// Fetch a host's robots.txt, following what politeness says (a
+    /// redirect, a retry), until its rules are known. The crawler is
+    /// borrowed only between `.await`s.
+    async fn fetch_robots(
+        crawler: &RefCell<Crawler>,
+        event_loop: &EventLoop,
+        mut robots: RobotsFetch,
+    ) {
+        loop {
+            sleep(robots.at.saturating_duration_since(event_loop.time())).await;
+            let fetcher = crawler.borrow().fetcher(robots.url.clone());
+            let answer = match fetcher.fetch().await {
+                Fetched::Done(answer) => answer,
+                // No descriptor: try again in a moment, when a fetch has ended.
+                Fetched::OutOfDescriptors => {
+                    robots.at = event_loop.time() + Duration::from_millis(100);
+                    continue;
+                }
+            };
+            let mut crawler = crawler.borrow_mut();
+            match crawler
+                .polite
+                .robots_answer(robots, answer, event_loop.time())
+            {
+                Some(next) => robots = next,
+                None => return,
+            }
+        }
+    }
+    // ANCHOR_END: polite_fetch
 
     // ANCHOR: fetched
     /// A fetch ended: the second half of lesson 1's `Crawler::fetch`, run by
     /// the fetch's task after its `fetch().await`. Find the links, start a
     /// fetch for each new one, record the URL's line — and stop the loop
     /// when nothing is left to do.
-    fn fetched(&mut self, event_loop: &EventLoop, url: Url, span: FetchSpan, fetched: Fetched) {
+    fn fetched(
+        &mut self,
+        event_loop: &EventLoop,
+        url: Url,
+        depth: usize,
+        span: FetchSpan,
+        fetched: Fetched,
+    ) {
         self.started -= 1;
         let stat = match fetched {
             // No descriptor for its socket. Others are in flight, and each
@@ -197,7 +320,7 @@ impl Crawler {
                 self.socket_budget = self.socket_budget.min(self.in_flight.now());
                 self.log
                     .debug(format_args!("wait {url}: out of file descriptors"));
-                self.waiting.push_front(url);
+                self.waiting.push_front((url, depth));
                 return;
             }
             // Nothing in flight will ever free a descriptor for it.
@@ -213,13 +336,21 @@ impl Crawler {
                     links,
                     redirect,
                 } = page::analyze(&url, &response, &self.policy, &self.log);
-                let is_new = self.add_urls(event_loop, &links);
+                // `--max-depth`: the links of a page at the last depth are
+                // counted on its line but not fetched.
+                let links = if self.polite.follows_links_at(depth) {
+                    links
+                } else {
+                    Vec::new()
+                };
+                let is_new = self.add_urls(event_loop, &links, depth + 1);
                 stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
                 self.log_queued(&url, &links, &is_new);
                 if let Some(next) = redirect {
-                    // A redirect target is queued like a link: lesson 3
-                    // keeps no count of how long a chain has become.
-                    if self.add_urls(event_loop, std::slice::from_ref(&next))[0] {
+                    // A redirect target is queued like a link, at the depth
+                    // of the URL that moved: lesson 3 keeps no count of how
+                    // long a chain has become.
+                    if self.add_urls(event_loop, std::slice::from_ref(&next), depth)[0] {
                         self.log.info(format_args!("redirect to {next} from {url}"));
                     } else {
                         self.log.debug(format_args!(
@@ -232,10 +363,15 @@ impl Crawler {
         };
         span.end(&stat);
         self.record_statistic(stat);
-        self.urls_todo.remove(&url);
         // Its socket is closed: a waiting URL can have it.
         self.fetch_waiting(event_loop);
         self.trace.queued(self.waiting.len());
+        self.finished(event_loop, &url);
+    }
+
+    /// `url` is done with: stop the loop if it was the last.
+    fn finished(&mut self, event_loop: &EventLoop, url: &Url) {
+        self.urls_todo.remove(url);
         if self.urls_todo.is_empty() {
             event_loop.stop();
         }
@@ -243,9 +379,10 @@ impl Crawler {
     // ANCHOR_END: fetched
 
     // ANCHOR: add_urls
-    /// Mark each of `urls` seen and start fetching it, unless it was seen
-    /// before. Says, for each, whether it was new: the page's `num_new_urls`.
-    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url]) -> Vec<bool> {
+    /// Mark each of `urls` seen and start fetching it (at `depth`), unless
+    /// it was seen before. Says, for each, whether it was new: the page's
+    /// `num_new_urls`.
+    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url], depth: usize) -> Vec<bool> {
         urls.iter()
             .map(|url| {
                 // No lock: no other task can run until this one reaches its
@@ -253,7 +390,7 @@ impl Crawler {
                 // sneak in.
                 let is_new = self.seen_urls.insert(url.clone());
                 if is_new {
-                    self.fetch(event_loop, url.clone());
+                    self.fetch(event_loop, url.clone(), depth);
                 }
                 is_new
             })
@@ -276,17 +413,26 @@ impl Crawler {
         }
     }
 
-    /// Log the URL's line (the tutorial's `print(url)`) and keep its statistic.
+    /// Log the URL's line (the tutorial's `print(url)`) and keep its
+    /// statistic; redraw the status line, if it is shown.
     fn record_statistic(&mut self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
         self.done.push(stat);
+        self.log.progress(|| Progress {
+            done: self.done.len(),
+            in_flight: self.in_flight.now(),
+            queued: self.urls_todo.len().saturating_sub(self.in_flight.now()),
+            failed: self.done.iter().filter(|s| s.error.is_some()).count(),
+            blocked: self.polite.blocked(),
+        });
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the
     /// achieved concurrency: lesson 3 has no `--threads` or `--max-tasks`.
     pub fn report(&mut self, elapsed: Duration) -> CrawlReport {
         CrawlReport {
-            todo: self.urls_todo.len(),
+            // URLs `--max-pages` left unfetched are still to do.
+            todo: self.urls_todo.len() + self.polite.over_limit(),
             stats: std::mem::take(&mut self.done),
             elapsed,
             max_tasks: self.in_flight.peak(),

@@ -86,18 +86,21 @@ pub struct Fetcher {
     pub(crate) timeout: Duration,
     /// Response size limits, for the parser.
     pub(crate) limits: Limits,
+    /// `--user-agent`, sent with the request (one copy for the crawl).
+    pub(crate) agent: Rc<str>,
 }
 // ANCHOR_END: fetcher
 
 impl Fetcher {
-    /// A fetcher for `url`. Nothing happens until its [`Fetcher::fetch`]
-    /// coroutine is driven by a task.
+    /// A fetcher for `url`, sending `User-Agent: agent`. Nothing happens
+    /// until its [`Fetcher::fetch`] coroutine is driven by a task.
     pub fn new(
         url: Url,
         resolver: Rc<Resolver>,
         in_flight: Rc<InFlight>,
         timeout: Duration,
         limits: Limits,
+        agent: Rc<str>,
     ) -> Fetcher {
         Fetcher {
             url,
@@ -105,6 +108,7 @@ impl Fetcher {
             in_flight,
             timeout,
             limits,
+            agent,
         }
     }
 
@@ -139,7 +143,7 @@ impl Fetcher {
         // a fetch waiting for its response does not keep them on the heap.
         drop(addrs);
         trace::phase(Phase::Send);
-        let request = get_request(&self.url, Version::Http10Close);
+        let request = get_request(&self.url, Version::Http10Close, &self.agent);
         sock.write_all(&request)
             .await
             .map_err(io_error)

@@ -167,7 +167,11 @@ impl FetchByHand<'_> {
                             State::Sending {
                                 sock,
                                 ready: None,
-                                request: get_request(&self.fetcher.url, Version::Http10Close),
+                                request: get_request(
+                                    &self.fetcher.url,
+                                    Version::Http10Close,
+                                    &self.fetcher.agent,
+                                ),
                                 sent: 0,
                                 counted,
                             }

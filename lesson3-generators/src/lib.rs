@@ -82,7 +82,7 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     {
         let mut crawler = crawler.borrow_mut();
         for root in crawler.roots().to_vec() {
-            crawler.fetch(&event_loop, root);
+            crawler.fetch(&event_loop, root, 0);
         }
     }
     // Steps every task until the last one's `fetched` finds `urls_todo`

@@ -41,6 +41,7 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
         Rc::clone(&in_flight),
         timeout,
         limits,
+        Rc::from("crawler-course"),
     );
     let outcome = Rc::new(RefCell::new(None));
     let out = Rc::clone(&outcome);
@@ -278,6 +279,7 @@ fn a_fetch_coroutine_holds_no_buffer() {
         Rc::new(InFlight::default()),
         TEN_SECS,
         Limits::default(),
+        Rc::from("crawler-course"),
     );
     let by_compiler = std::mem::size_of_val(&fetcher.fetch());
     let by_hand = std::mem::size_of_val(&fetch_by_hand(&fetcher));

@@ -327,17 +327,18 @@ impl Crawler {
     /// to fetch it: not if robots.txt refused it (its line is recorded
     /// here) or `--max-pages` were started.
     async fn polite_turn(&self, url: &Url) -> anyhow::Result<bool> {
+        let event_loop = get_running_loop();
         loop {
-            let gate = self.polite.borrow_mut().gate(url, Instant::now());
+            let gate = self.polite.borrow_mut().gate(url, event_loop.time());
             match gate {
                 Gate::Fetch { at } => {
                     // A time to wait for is a sleep: the loop's timer wakes
                     // this worker, and the other workers go on meanwhile.
-                    sleep(at.saturating_duration_since(Instant::now())).await?;
+                    sleep(at.saturating_duration_since(event_loop.time())).await?;
                     return Ok(true);
                 }
                 Gate::FetchRobots(robots) => {
-                    let rules = get_running_loop().create_future();
+                    let rules = event_loop.create_future();
                     self.robots_pending
                         .borrow_mut()
                         .insert(host_key(url), rules.clone());
@@ -358,7 +359,7 @@ impl Crawler {
                         // Only a worker cancelled mid-fetch leaves no future.
                         anyhow::bail!("the robots.txt fetch for {url} was abandoned");
                     };
-                    let known = get_running_loop().create_future::<()>();
+                    let known = event_loop.create_future::<()>();
                     let waiter = known.clone();
                     rules.add_done_callback(move |_| {
                         waiter.set_result(());
@@ -377,8 +378,9 @@ impl Crawler {
     /// Fetch a host's robots.txt (following what [`Politeness`] says: a
     /// redirect, one retry) until its rules are known.
     async fn fetch_robots(&self, mut robots: shared::polite::RobotsFetch) -> anyhow::Result<()> {
+        let event_loop = get_running_loop();
         loop {
-            sleep(robots.at.saturating_duration_since(Instant::now())).await?;
+            sleep(robots.at.saturating_duration_since(event_loop.time())).await?;
             let answer: Result<Response, FetchError> = loop {
                 match fetch(&self.session, &robots.url).await {
                     Ok(response) => break Ok(response),
@@ -396,7 +398,7 @@ impl Crawler {
             let next = self
                 .polite
                 .borrow_mut()
-                .robots_answer(robots, answer, Instant::now());
+                .robots_answer(robots, answer, event_loop.time());
             match next {
                 Some(next) => robots = next,
                 None => return Ok(()),
