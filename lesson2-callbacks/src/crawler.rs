@@ -104,7 +104,7 @@ pub struct Crawler {
 // ANCHOR_END: crawler
 
 /// A callback waiting for a host's robots.txt rules.
-struct WhenRulesKnown(Box<dyn FnOnce(&mut Crawler, &EventLoop)>);
+struct WhenRulesKnown(Box<dyn FnOnce(&mut Crawler)>);
 
 impl std::fmt::Debug for WhenRulesKnown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -230,9 +230,9 @@ impl Crawler {
             Gate::FetchRobots(robots) => {
                 self.rules_waiting.insert(host_key(&url), Vec::new());
                 self.fetch_robots(event_loop, robots);
-                self.wait_for_rules(url, depth);
+                self.wait_for_rules(event_loop, url, depth);
             }
-            Gate::WaitForRobots => self.wait_for_rules(url, depth),
+            Gate::WaitForRobots => self.wait_for_rules(event_loop, url, depth),
             Gate::Blocked(stat) => {
                 self.record_statistic(stat);
                 self.finished(event_loop, &url);
@@ -244,10 +244,11 @@ impl Crawler {
 
     /// A result someone else is fetching: leave a callback to be run when
     /// the host's rules are in.
-    fn wait_for_rules(&mut self, url: Url, depth: usize) {
+    fn wait_for_rules(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
+        let event_loop = event_loop.clone();
         let callbacks = self.rules_waiting.entry(host_key(&url)).or_default();
-        callbacks.push(WhenRulesKnown(Box::new(move |crawler, event_loop| {
-            crawler.polite_fetch(event_loop, url, depth)
+        callbacks.push(WhenRulesKnown(Box::new(move |crawler| {
+            crawler.polite_fetch(&event_loop, url, depth)
         })));
     }
 
@@ -304,7 +305,7 @@ impl Crawler {
             None => {
                 for WhenRulesKnown(callback) in self.rules_waiting.remove(&host).unwrap_or_default()
                 {
-                    callback(self, event_loop);
+                    callback(self);
                 }
             }
         }

@@ -6,3 +6,10 @@ shared::behaviour_suite!(shared::Lesson::Three, lesson3_generators::crawl);
 fn exit_status_follows_status_lines() {
     shared::behaviour::exit_status_follows_status_lines(env!("CARGO_BIN_EXE_lesson3"), &[]);
 }
+
+/// On a terminal the live status line replaces the per-URL lines; piped,
+/// the lines stay.
+#[test]
+fn status_line_on_a_terminal() {
+    shared::behaviour::status_line_on_a_terminal(env!("CARGO_BIN_EXE_lesson3"));
+}

@@ -9,3 +9,10 @@ fn exit_status_follows_status_lines() {
         &["--max-tries", "1"],
     );
 }
+
+/// On a terminal the live status line replaces the per-URL lines; piped,
+/// the lines stay.
+#[test]
+fn status_line_on_a_terminal() {
+    shared::behaviour::status_line_on_a_terminal(env!("CARGO_BIN_EXE_lesson4"));
+}

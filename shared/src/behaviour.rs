@@ -1021,6 +1021,303 @@ pub fn exercise_retry_network_errors(lesson: Lesson, crawl: CrawlFn) {
     assert_eq!(server.request_count("/"), 1);
 }
 
+// ---- politeness: robots.txt, --delay, --max-pages, --max-depth ----
+
+/// The robots.txt of [`robots_rules`]: a group for another crawler, one for
+/// this one (case-insensitive token, a wildcard, an end anchor, an `Allow`
+/// that wins a tie by being longer), and a `*` group that must not apply.
+const ROBOTS_TXT: &str = "\
+User-agent: other-bot
+Disallow: /
+
+User-agent: Crawler-Course
+Disallow: /private
+Allow: /private/open
+Disallow: /*.pdf$
+
+User-agent: *
+Disallow: /a
+";
+
+/// The site of [`robots_rules`]: a root linking to pages robots.txt allows
+/// and refuses; a refused page's links must not be followed.
+fn robots_site() -> Site {
+    Site::new()
+        .route("/robots.txt", Route::body("text/plain", ROBOTS_TXT))
+        .page(
+            "/",
+            r#"<a href="/a">a</a> <a href="/private/x">x</a>
+               <a href="/private/open">open</a> <a href="/doc.pdf">pdf</a>
+               <a href="/doc.pdf?v=2">pdf 2</a>"#,
+        )
+        .page("/a", "a")
+        .page("/private/x", r#"<a href="/behind">behind</a>"#)
+        .page("/behind", "never linked from an allowed page")
+        .page("/private/open", "open")
+        .route("/doc.pdf", Route::body("application/pdf", "%PDF"))
+        .route("/doc.pdf?v=2", Route::body("application/pdf", "%PDF"))
+}
+
+/// robots.txt is fetched once, before anything else on the host; its group
+/// for this crawler decides; refused URLs are reported as `blocked robots`,
+/// not fetched, and their links not followed; every request names the
+/// crawler in `User-Agent`.
+pub fn robots_rules(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(robots_site());
+    let config = config_for(lesson, &server, "/");
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    let url = |path: &str| server.url(path);
+    for path in ["/", "/a", "/private/open", "/doc.pdf?v=2"] {
+        assert_eq!(stat(&report, &url(path)).status, Some(200), "{path}");
+    }
+    for path in ["/private/x", "/doc.pdf"] {
+        let line = crate::report::line(stat(&report, &url(path))).to_string();
+        assert_eq!(line, format!("{} blocked robots", url(path)));
+        assert_eq!(server.request_count(path), 0, "{path} was fetched");
+    }
+    assert!(
+        report.get(&url("/behind")).is_none(),
+        "a blocked page's link"
+    );
+    assert_eq!(report.counts().get("blocked"), Some(&2));
+    let requests = server.requests();
+    assert_eq!(requests[0].target, "/robots.txt", "robots.txt comes first");
+    assert_eq!(server.request_count("/robots.txt"), 1);
+    assert!(requests
+        .iter()
+        .all(|r| r.header("user-agent") == Some("crawler-course")));
+    let said = config.log.lines();
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with(&format!("robots.txt for {}: status 200", server.addr()))),
+        "no info line about robots.txt in {said:#?}"
+    );
+
+    // Another name picks another group: everything refused, and the crawl
+    // still counts as answered (the site said so).
+    let mut config = config_for(lesson, &server, "/");
+    config.user_agent = "other-bot".into();
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(report.urls(), set(&[url("/")]));
+    assert_eq!(
+        stat(&report, &url("/")).blocked,
+        Some(crate::Blocked::Robots)
+    );
+    assert!(report.received_any_status());
+}
+
+/// `--robots ignore`: no robots.txt request, every page fetched.
+pub fn robots_ignored(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(robots_site());
+    let mut config = config_for(lesson, &server, "/");
+    config.obey_robots = false;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(server.request_count("/robots.txt"), 0);
+    assert_eq!(server.request_count("/private/x"), 1);
+    assert_eq!(stat(&report, &server.url("/behind")).status, Some(200));
+    assert!(!report.counts().contains_key("blocked"));
+}
+
+/// What robots.txt answers other than 200 mean: a 404 allows everything
+/// (the crawl is the crawl without robots.txt, one request more); a 500
+/// twice, or no answer twice, refuses everything as `robots-unavailable`; a
+/// redirect is followed to the rules.
+pub fn robots_statuses(lesson: Lesson, crawl: CrawlFn) {
+    let site = || {
+        Site::new()
+            .page("/", r#"<a href="/a">a</a> <a href="/b">b</a>"#)
+            .page("/a", "a")
+            .page("/b", "b")
+    };
+    let crawl_with = |robots: Option<Route>, timeout: Duration| {
+        let site = match robots {
+            Some(route) => site().route("/robots.txt", route),
+            None => site(),
+        };
+        let server = TestServer::start(site);
+        let mut config = config_for(lesson, &server, "/");
+        config.timeout = timeout;
+        config.max_tries = 1;
+        let report = crawl_within_deadline(crawl, &config);
+        assert_consistent(&report);
+        (server, report)
+    };
+
+    let (server, report) = crawl_with(None, Duration::from_secs(10));
+    assert_eq!(report.urls().len(), 3);
+    assert!(report.stats.iter().all(|s| s.status == Some(200)));
+    assert_eq!(server.request_count("/robots.txt"), 1);
+    assert_eq!(
+        server.requests_total(),
+        4,
+        "the pages once, robots.txt once"
+    );
+
+    for (robots, timeout) in [
+        (Route::status(503), Duration::from_secs(10)),
+        (Route::status(429), Duration::from_secs(10)),
+        (Route::stall(), Duration::from_millis(300)),
+    ] {
+        let (server, report) = crawl_with(Some(robots), timeout);
+        let root = server.url("/");
+        assert_eq!(report.urls(), set(std::slice::from_ref(&root)));
+        let line = crate::report::line(stat(&report, &root)).to_string();
+        assert_eq!(line, format!("{root} blocked robots-unavailable"));
+        assert_eq!(server.request_count("/robots.txt"), 2, "one retry");
+        assert_eq!(server.request_count("/"), 0);
+    }
+
+    let (server, report) = crawl_with(
+        Some(Route::redirect(301, "/rules.txt")),
+        Duration::from_secs(10),
+    );
+    // `/rules.txt` is not served: a 404 there means no rules.
+    assert_eq!(report.urls().len(), 3);
+    assert_eq!(server.request_count("/rules.txt"), 1);
+}
+
+/// `--delay`: the starts of two requests to one host are at least the delay
+/// apart, robots.txt included, as the server sees them; two hosts (two ports)
+/// are spaced each on its own, so their requests interleave. A host's
+/// `Crawl-delay` longer than `--delay` wins.
+pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
+    const DELAY: Duration = Duration::from_millis(150);
+    let site = |robots: &str| {
+        Site::new()
+            .route("/robots.txt", Route::body("text/plain", robots))
+            .page(
+                "/",
+                r#"<a href="/1">1</a> <a href="/2">2</a> <a href="/3">3</a>"#,
+            )
+            .page("/1", "1")
+            .page("/2", "2")
+            .page("/3", "3")
+    };
+    let a = TestServer::start(site(""));
+    // Its own Crawl-delay: twice `--delay`.
+    let b = TestServer::start(site("User-agent: *\nCrawl-delay: 0.3\n"));
+    let mut config = config_for(lesson, &a, "/");
+    config.roots.push(b.url("/"));
+    config.delay = DELAY;
+    let report = crawl_within_deadline(crawl, &config);
+    assert_consistent(&report);
+    assert_eq!(report.stats.len(), 8);
+    // The server sees a request a little after the fetch started; allow
+    // for that jitter, not for a missing delay.
+    let slack = Duration::from_millis(40);
+    for (server, delay) in [(&a, DELAY), (&b, Duration::from_millis(300))] {
+        let times: Vec<Instant> = server.requests().iter().map(|r| r.received).collect();
+        assert_eq!(times.len(), 5, "robots.txt and four pages");
+        for pair in times.windows(2) {
+            let gap = pair[1].saturating_duration_since(pair[0]);
+            assert!(
+                gap + slack >= delay,
+                "two requests {gap:?} apart, delay {delay:?}"
+            );
+        }
+    }
+    // Interleaved: the faster host is done before the slower one is.
+    let last = |server: &TestServer| server.requests().last().map(|r| r.received);
+    assert!(last(&a) < last(&b), "host a waited for host b");
+}
+
+/// `--max-pages N`: exactly N page fetches (robots.txt not counted), the
+/// rest left in `Todo`. `--max-depth N`: the links of depth-N pages are not
+/// followed (roots are depth 0), and the limit is exact.
+pub fn page_and_depth_limits(lesson: Lesson, crawl: CrawlFn) {
+    let fan = TestServer::start(
+        Site::new()
+            .page(
+                "/",
+                r#"<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>
+                   <a href="/d">d</a> <a href="/e">e</a>"#,
+            )
+            .page("/a", "a")
+            .page("/b", "b")
+            .page("/c", "c")
+            .page("/d", "d")
+            .page("/e", "e"),
+    );
+    let mut config = config_for(lesson, &fan, "/");
+    config.max_pages = Some(3);
+    let report = crawl_within_deadline(crawl, &config);
+    assert_eq!(report.stats.len(), 3, "{}", report.render());
+    assert_eq!(report.todo, 3, "the three pages not fetched");
+    assert_eq!(fan.requests_total(), 4, "three pages and robots.txt");
+    assert!(report.get(&fan.url("/")).is_some());
+
+    let chain = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/1">1</a> <a href="/1b">1b</a>"#)
+            .page("/1", r#"<a href="/2">2</a>"#)
+            .page("/1b", r#"<a href="/1">1</a>"#)
+            .page("/2", r#"<a href="/3">3</a>"#)
+            .page("/3", "3"),
+    );
+    for (depth, paths) in [
+        (0, &["/"][..]),
+        (1, &["/", "/1", "/1b"][..]),
+        (2, &["/", "/1", "/1b", "/2"][..]),
+    ] {
+        let mut config = config_for(lesson, &chain, "/");
+        config.max_depth = Some(depth);
+        let report = crawl_within_deadline(crawl, &config);
+        assert_consistent(&report);
+        let expected: Vec<String> = paths.iter().map(|p| chain.url(p)).collect();
+        assert_eq!(
+            report.urls(),
+            expected.iter().cloned().collect(),
+            "depth {depth}"
+        );
+        // The last depth's links are counted on its line, not queued.
+        let last = stat(&report, &chain.url(paths[paths.len() - 1]));
+        assert_eq!(last.num_new_urls, 0, "depth {depth}");
+    }
+}
+
+/// The live status line: on a terminal (a pseudo-terminal made by
+/// `script(1)`), `program --demo` draws `done … · in flight …` in place
+/// and prints no per-URL line before the report; piped, it prints the
+/// per-URL lines and no status line.
+pub fn status_line_on_a_terminal(program: &str) {
+    let shell_quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let command = format!("{} --demo", shell_quote(program));
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script(1) runs a program on a pseudo-terminal: install util-linux");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (before, _report) = text
+        .split_once("*** Report ***")
+        .unwrap_or_else(|| panic!("no report in {text:?}"));
+    assert!(before.contains("\rdone "), "no status line in {before:?}");
+    assert!(before.contains("· in flight "), "{before:?}");
+    assert!(
+        before.contains("\x1b[K"),
+        "the line is not redrawn in place"
+    );
+    assert!(
+        !before.contains(" 200 text/html "),
+        "per-URL lines on a terminal: {before:?}"
+    );
+
+    let piped = std::process::Command::new(program)
+        .arg("--demo")
+        .output()
+        .expect("run the lesson");
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(stderr.contains(" 200 text/html "), "{stderr}");
+    assert!(
+        !stderr.contains('\r'),
+        "a status line on a pipe: {stderr:?}"
+    );
+}
+
 /// Expands to one `#[test]` per behaviour case for a lesson's `crawl`.
 #[macro_export]
 macro_rules! behaviour_suite {
@@ -1030,7 +1327,8 @@ macro_rules! behaviour_suite {
             relative_links, non_html_not_parsed, redirect_recorded,
             malformed_response, stuck_server, non_utf8_body, https_unsupported,
             too_large, chunked_body, duplicate_roots, closed_port,
-            answered_but_broken, generated_site, info_lines);
+            answered_but_broken, generated_site, info_lines, robots_rules,
+            robots_ignored, robots_statuses, delay_per_host, page_and_depth_limits);
     };
     (@cases $lesson:expr, $crawl:path; $($case:ident),* $(,)?) => {
         $(

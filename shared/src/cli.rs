@@ -165,8 +165,8 @@ impl Config {
 /// What the command line asks for.
 #[derive(Debug, Clone)]
 pub enum Command {
-    /// Crawl with this configuration.
-    Crawl(Config),
+    /// Crawl with this configuration (boxed: it is far larger than a text).
+    Crawl(Box<Config>),
     /// Print this text (`--help`) to stdout and exit 0.
     Help(String),
     /// Print this text (`--version`) to stdout and exit 0.
@@ -372,7 +372,7 @@ where
         config.roots.push(DEFAULT_ROOT.to_string());
     }
     config.log = Log::stderr(level);
-    Ok(Command::Crawl(config))
+    Ok(Command::Crawl(Box::new(config)))
 }
 
 /// The `--version` text: `lessonN 0.1.0`.
@@ -727,7 +727,7 @@ where
     // Writes to stderr are best effort throughout: there is nowhere left to
     // report a closed stderr, and it must not change the exit status.
     let mut config = match utf8_args(args).and_then(|args| parse_args(lesson, args)) {
-        Ok(Command::Crawl(config)) => config,
+        Ok(Command::Crawl(config)) => *config,
         Ok(Command::Help(text) | Command::Version(text)) => {
             return match print(stdout, &format!("{text}\n")) {
                 Ok(()) => 0,
@@ -853,7 +853,7 @@ mod tests {
 
     fn config(lesson: Lesson, args: &[&str]) -> Config {
         match parse_args(lesson, args.iter().copied()) {
-            Ok(Command::Crawl(config)) => config,
+            Ok(Command::Crawl(config)) => *config,
             other => panic!("{args:?}: expected a crawl, got {other:?}"),
         }
     }

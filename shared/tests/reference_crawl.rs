@@ -14,6 +14,7 @@ use shared::http::{get_request, Response, ResponseParser, Version};
 use shared::links::{normalize_roots, UrlPolicy};
 use shared::net::Resolver;
 use shared::page::analyze;
+use shared::polite::{Gate, Politeness};
 use shared::{Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
@@ -40,7 +41,7 @@ fn fetch(url: &Url, resolver: &Resolver, config: &Config) -> Result<Response, Fe
     let io = |e: std::io::Error| FetchError::from_io(&e, false);
     stream.set_write_timeout(Some(remaining()?)).map_err(io)?;
     stream
-        .write_all(&get_request(url, Version::Http10Close, "crawler-course"))
+        .write_all(&get_request(url, Version::Http10Close, &config.user_agent))
         .map_err(io)?;
     let mut parser = ResponseParser::with_limits(config.limits);
     let mut buf = [0u8; 8192];
@@ -56,35 +57,68 @@ fn fetch(url: &Url, resolver: &Resolver, config: &Config) -> Result<Response, Fe
     }
 }
 
+/// Wait until `at` (the host's slot), on this one thread.
+fn sleep_until(at: Instant) {
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+}
+
 fn reference_crawl(config: &Config) -> anyhow::Result<CrawlReport> {
     let started = Instant::now();
     let roots = normalize_roots(&config.roots)?;
     let policy = UrlPolicy::new(&roots, config.exclude.clone(), config.lenient);
     let resolver = Resolver::new();
+    let mut polite = Politeness::new(config);
     let mut seen: HashSet<Url> = HashSet::new();
-    let mut todo: VecDeque<Url> = VecDeque::new();
+    let mut todo: VecDeque<(Url, usize)> = VecDeque::new();
     for root in roots {
         if seen.insert(root.clone()) {
-            todo.push_back(root);
+            todo.push_back((root, 0));
         }
     }
     let mut stats = Vec::new();
-    while let Some(url) = todo.pop_front() {
+    'urls: while let Some((url, depth)) = todo.pop_front() {
+        // One URL at a time, so robots.txt is fetched right here, and no
+        // other URL ever waits for it.
+        loop {
+            match polite.gate(&url, Instant::now()) {
+                Gate::Fetch { at } => break sleep_until(at),
+                Gate::FetchRobots(mut robots) => loop {
+                    sleep_until(robots.at);
+                    let answer = fetch(&robots.url, &resolver, config);
+                    match polite.robots_answer(robots, answer, Instant::now()) {
+                        Some(next) => robots = next,
+                        None => break,
+                    }
+                },
+                Gate::WaitForRobots => unreachable!("one URL at a time"),
+                Gate::Blocked(stat) => {
+                    config.log.info(shared::report::line(&stat));
+                    stats.push(stat);
+                    continue 'urls;
+                }
+                Gate::OverLimit => continue 'urls,
+            }
+        }
         let stat = match fetch(&url, &resolver, config) {
             Err(error) => FetchStatistic::failed(url.as_str(), error),
             Ok(response) => {
                 let analysis = analyze(&url, &response, &policy, &config.log);
                 let mut stat = analysis.stat;
-                for link in analysis.links {
+                let links = if polite.follows_links_at(depth) {
+                    analysis.links
+                } else {
+                    Vec::new()
+                };
+                for link in links {
                     if seen.insert(link.clone()) {
                         stat.num_new_urls += 1;
-                        todo.push_back(link);
+                        todo.push_back((link, depth + 1));
                     }
                 }
                 if let Some(next) = analysis.redirect {
                     if seen.insert(next.clone()) {
                         config.log.info(format!("redirect to {next} from {url}"));
-                        todo.push_back(next);
+                        todo.push_back((next, depth));
                     }
                 }
                 stat
@@ -98,7 +132,7 @@ fn reference_crawl(config: &Config) -> anyhow::Result<CrawlReport> {
         elapsed: started.elapsed().max(Duration::from_nanos(1)),
         max_tasks: 1,
         peak_in_flight: 1,
-        todo: 0,
+        todo: polite.over_limit(),
     })
 }
 
