@@ -27,26 +27,23 @@
 //! exactly like a callback: that is what makes "is this link new?" and "mark
 //! it seen" one step without a lock.
 //!
-//! Before a fetch starts, [`shared::polite`] says whether and when it may
-//! ([`Crawler::polite_fetch`]). Where lesson 2 armed a timer and left a
-//! callback, a coroutine waits in place: a task that `sleep`s until the
-//! host's slot, and a task that awaits the host's robots.txt — a
-//! [`Future`] the task fetching it completes, awaited by every task that
-//! needs it.
+//! Before a fetch starts, a task waits for the URL's turn (robots.txt, the
+//! host's slot under `--delay`, `--max-pages`): where lesson 2 needed a
+//! timer callback and a list of callbacks per host, the waiting is now one
+//! coroutine, in [`crate::polite`].
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::pin::pin;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use shared::http::Limits;
+use shared::http::{Limits, Response};
 use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
-use shared::polite::{Gate, Politeness, RobotsFetch};
-use shared::schedule::host_key;
+use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
@@ -54,7 +51,7 @@ use url::Url;
 
 use crate::event_loop::EventLoop;
 use crate::fetch::{Fetched, Fetcher, InFlight};
-use crate::future::Future;
+use crate::polite::Turns;
 use crate::sleep::sleep;
 
 // ANCHOR: crawler
@@ -101,11 +98,10 @@ pub struct Crawler {
     socket_budget: usize,
     /// URLs waiting for a socket (with their depth), first come first served.
     waiting: VecDeque<(Url, usize)>,
-    /// robots.txt, the hosts' slots and `--max-pages`: asked before each fetch.
-    polite: Politeness,
-    /// Per host whose robots.txt is being fetched: the future its task
-    /// completes when the rules are in.
-    robots_pending: HashMap<String, Future<()>>,
+    /// robots.txt, the hosts' slots and `--max-pages`, and what the tasks
+    /// waiting for their turn wait on: its own `Rc`, so a task can wait
+    /// without holding the crawler borrowed.
+    turns: Rc<Turns>,
     /// The `Rc` this crawler lives in, for the fetch tasks to hold. `Weak`,
     /// so the crawler does not keep itself alive.
     this: Weak<RefCell<Crawler>>,
@@ -137,8 +133,7 @@ impl Crawler {
                 // Zero would make every fetch wait forever.
                 socket_budget: socket_budget.max(1),
                 waiting: VecDeque::new(),
-                polite: Politeness::new(config),
-                robots_pending: HashMap::new(),
+                turns: Rc::new(Turns::new(config)),
                 this: this.clone(),
             })
         }))
@@ -150,12 +145,30 @@ impl Crawler {
     }
 
     // ANCHOR: fetch
-    /// Queue `url` (found at `depth`) and start fetching it — once
-    /// politeness allows, and when the socket budget is spent, in line.
-    /// Returns at once: the tutorial's `Task(Fetcher(url).fetch())`.
+    /// Queue `url` (found at `depth`) and start fetching it — once its turn
+    /// has come, and when the socket budget is spent, in line. Returns at
+    /// once: the tutorial's `Task(Fetcher(url).fetch())`.
     pub fn fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         self.urls_todo.insert(url.clone());
-        self.polite_fetch(event_loop, url, depth);
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let (turns, task_loop) = (Rc::clone(&self.turns), event_loop.clone());
+        // A task waits for the URL's turn (with no socket, so outside the
+        // socket budget), then starts its fetch or joins the line.
+        event_loop.create_task(async move {
+            let get = async |robots: &Url| Crawler::get_robots(&crawler, robots).await;
+            let turn = turns.wait(&url, get).await;
+            let mut crawler = crawler.borrow_mut();
+            match turn {
+                Turn::Fetch => crawler.start_or_wait(&task_loop, url, depth),
+                Turn::Blocked(stat) => {
+                    crawler.record_statistic(stat);
+                    crawler.finished(&task_loop, &url);
+                }
+                Turn::Skip => crawler.finished(&task_loop, &url),
+            }
+        });
     }
 
     /// Start `url` now or put it in line for a socket.
@@ -191,6 +204,19 @@ impl Crawler {
         });
     }
 
+    /// Fetch a robots.txt for [`Turns::wait`]. The crawler is borrowed to
+    /// make the `Fetcher`, not while it runs.
+    async fn get_robots(crawler: &RefCell<Crawler>, url: &Url) -> Result<Response, FetchError> {
+        loop {
+            let fetcher = crawler.borrow().fetcher(url.clone());
+            match fetcher.fetch().await {
+                Fetched::Done(answer) => return answer,
+                // No descriptor: try again once a fetch has ended.
+                Fetched::OutOfDescriptors => sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
     /// A `Fetcher` for `url` with the crawl's settings.
     fn fetcher(&self, url: Url) -> Fetcher {
         Fetcher::new(
@@ -215,87 +241,6 @@ impl Crawler {
         }
     }
     // ANCHOR_END: fetch
-
-    // ANCHOR: polite_fetch
-    /// Ask whether and when `url` may be fetched, and arrange for it: start
-    /// it now, or from a task that waits for its host's slot or its host's
-    /// robots.txt (fetching it if no one is); or record it as not fetched.
-    fn polite_fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
-        let Some(crawler) = self.this.upgrade() else {
-            return;
-        };
-        let task_loop = event_loop.clone();
-        match self.polite.gate(&url, event_loop.time()) {
-            Gate::Fetch { at } if at <= event_loop.time() => {
-                self.start_or_wait(event_loop, url, depth);
-            }
-            // A time to wait for: a task that sleeps until it, then goes on
-            // in the same coroutine, where lesson 2 needed a timer callback.
-            Gate::Fetch { at } => {
-                event_loop.create_task(async move {
-                    sleep(at.saturating_duration_since(task_loop.time())).await;
-                    crawler.borrow_mut().start_or_wait(&task_loop, url, depth);
-                });
-            }
-            Gate::FetchRobots(robots) => {
-                let rules = Future::new(event_loop);
-                self.robots_pending.insert(host_key(&url), rules.clone());
-                event_loop.create_task(async move {
-                    Crawler::fetch_robots(&crawler, &task_loop, robots).await;
-                    crawler.borrow_mut().robots_pending.remove(&host_key(&url));
-                    rules.set_result(());
-                    crawler.borrow_mut().polite_fetch(&task_loop, url, depth);
-                });
-            }
-            // A result another task is fetching: await the same future.
-            Gate::WaitForRobots => {
-                let rules = self.robots_pending.get(&host_key(&url)).cloned();
-                event_loop.create_task(async move {
-                    if let Some(rules) = rules {
-                        rules.await;
-                    }
-                    crawler.borrow_mut().polite_fetch(&task_loop, url, depth);
-                });
-            }
-            Gate::Blocked(stat) => {
-                self.record_statistic(stat);
-                self.finished(event_loop, &url);
-            }
-            // Left unfetched (the report's `Todo` counts it from `polite`).
-            Gate::OverLimit => self.finished(event_loop, &url),
-        }
-    }
-
-    /// Fetch a host's robots.txt, following what politeness says (a
-    /// redirect, a retry), until its rules are known. The crawler is
-    /// borrowed only between `.await`s.
-    async fn fetch_robots(
-        crawler: &RefCell<Crawler>,
-        event_loop: &EventLoop,
-        mut robots: RobotsFetch,
-    ) {
-        loop {
-            sleep(robots.at.saturating_duration_since(event_loop.time())).await;
-            let fetcher = crawler.borrow().fetcher(robots.url.clone());
-            let answer = match fetcher.fetch().await {
-                Fetched::Done(answer) => answer,
-                // No descriptor: try again in a moment, when a fetch has ended.
-                Fetched::OutOfDescriptors => {
-                    robots.at = event_loop.time() + Duration::from_millis(100);
-                    continue;
-                }
-            };
-            let mut crawler = crawler.borrow_mut();
-            match crawler
-                .polite
-                .robots_answer(robots, answer, event_loop.time())
-            {
-                Some(next) => robots = next,
-                None => return,
-            }
-        }
-    }
-    // ANCHOR_END: polite_fetch
 
     // ANCHOR: fetched
     /// A fetch ended: the second half of lesson 1's `Crawler::fetch`, run by
@@ -338,7 +283,7 @@ impl Crawler {
                 } = page::analyze(&url, &response, &self.policy, &self.log);
                 // `--max-depth`: the links of a page at the last depth are
                 // counted on its line but not fetched.
-                let links = if self.polite.follows_links_at(depth) {
+                let links = if self.turns.follows_links_at(depth) {
                     links
                 } else {
                     Vec::new()
@@ -423,7 +368,7 @@ impl Crawler {
             in_flight: self.in_flight.now(),
             queued: self.urls_todo.len().saturating_sub(self.in_flight.now()),
             failed: self.done.iter().filter(|s| s.error.is_some()).count(),
-            blocked: self.polite.blocked(),
+            blocked: self.turns.blocked(),
         });
     }
 
@@ -432,7 +377,7 @@ impl Crawler {
     pub fn report(&mut self, elapsed: Duration) -> CrawlReport {
         CrawlReport {
             // URLs `--max-pages` left unfetched are still to do.
-            todo: self.urls_todo.len() + self.polite.over_limit(),
+            todo: self.urls_todo.len() + self.turns.over_limit(),
             stats: std::mem::take(&mut self.done),
             elapsed,
             max_tasks: self.in_flight.peak(),

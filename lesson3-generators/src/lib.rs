@@ -52,6 +52,7 @@ pub mod fetch;
 pub mod fetch_by_hand;
 pub mod future;
 pub mod generator;
+pub mod polite;
 pub mod sleep;
 pub mod socket;
 pub mod task;

@@ -30,15 +30,12 @@
 //! happen between two `.await`s, so no other task can run in between: the
 //! seen-set check and the insert are one step, as they were in lesson 3.
 //!
-//! Before each fetch a worker asks [`shared::polite`] whether, and when, it
-//! may go ([`Crawler::polite_turn`]). The waiting is asyncio's: the host's
-//! next slot under `--delay` is an `await sleep(...)` (a timer of the
-//! loop's, `call_later`'s kind), and a host's robots.txt is a [`Future`]
-//! that the worker fetching it completes and every other worker needing
-//! that host awaits.
+//! Before each fetch a worker waits for the URL's turn (robots.txt, the
+//! host's slot under `--delay`, `--max-pages`) in [`crate::polite`]:
+//! lesson 3's coroutine, on this runtime.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::pin;
 use std::rc::Rc;
@@ -48,8 +45,7 @@ use shared::http::Response;
 use shared::links::{self, UrlPolicy};
 use shared::log::Log;
 use shared::page::{self, Analysis};
-use shared::polite::{Gate, Politeness};
-use shared::schedule::host_key;
+use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{self, Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FetchError, FetchStatistic};
@@ -58,9 +54,9 @@ use url::Url;
 use crate::connection_pool::{ConnectionPool, OutOfDescriptors, MAX_IDLE_PER_HOST};
 use crate::event_loop::get_running_loop;
 use crate::fetch::{fetch, Session};
-use crate::future::{self as future, is_cancelled};
+use crate::future::is_cancelled;
+use crate::polite::Turns;
 use crate::queue::Queue;
-use crate::sleep::sleep;
 use crate::task::Task;
 
 /// The crawl-wide state: what the original keeps on `self`.
@@ -93,11 +89,9 @@ pub struct Crawler {
     /// The connection pool, the deadline and the limits, shared by all
     /// workers.
     session: Session,
-    /// robots.txt, the hosts' slots and `--max-pages`: asked before each fetch.
-    polite: RefCell<Politeness>,
-    /// Per host whose robots.txt is being fetched: the future the fetching
-    /// worker completes when the rules are in.
-    robots_pending: RefCell<HashMap<String, future::Future<()>>>,
+    /// robots.txt, the hosts' slots and `--max-pages`, and what the workers
+    /// waiting for their turn wait on.
+    turns: Turns,
     /// When the crawl started, for the report.
     t0: Cell<Instant>,
     /// When it ended (`None` while it runs).
@@ -126,8 +120,7 @@ impl Crawler {
                 &config.user_agent,
                 config.log.clone(),
             ),
-            polite: RefCell::new(Politeness::new(config)),
-            robots_pending: RefCell::new(HashMap::new()),
+            turns: Turns::new(config),
             t0: Cell::new(Instant::now()),
             t1: Cell::new(None),
             roots,
@@ -182,17 +175,23 @@ impl Crawler {
             loop {
                 let (url, max_redirect, depth) = self.q.get().await?;
                 self.trace.queued(self.q.qsize());
-                if self.polite_turn(&url).await? {
-                    // The fetch is traced on this worker's lane: while it
-                    // runs, its phases are marked on its span.
-                    let span = self.trace.fetch(url.as_str(), Lane::Worker(worker));
-                    let fetched = self.fetch(&url, max_redirect, depth);
-                    let fetched = span.instrument(pin!(fetched)).await;
-                    self.q.task_done()?;
-                    fetched?;
-                } else {
-                    self.q.task_done()?;
-                }
+                let get = async |robots: &Url| self.get_robots(robots).await;
+                let fetched = match self.turns.wait(&url, get).await? {
+                    Turn::Fetch => {
+                        // The fetch is traced on this worker's lane: while it
+                        // runs, its phases are marked on its span.
+                        let span = self.trace.fetch(url.as_str(), Lane::Worker(worker));
+                        let fetched = self.fetch(&url, max_redirect, depth);
+                        span.instrument(pin!(fetched)).await
+                    }
+                    Turn::Blocked(stat) => {
+                        self.record_statistic(stat);
+                        Ok(())
+                    }
+                    Turn::Skip => Ok(()),
+                };
+                self.q.task_done()?;
+                fetched?;
             }
         }
     }
@@ -284,7 +283,7 @@ impl Crawler {
             } else {
                 // `--max-depth`: the links of a page at the last depth are
                 // counted on its line, not queued.
-                if self.polite.borrow().follows_links_at(depth) {
+                if self.turns.follows_links_at(depth) {
                     stat.num_new_urls = self.add_links(url, links, depth + 1);
                 }
                 trace::end(&stat);
@@ -321,91 +320,23 @@ impl Crawler {
     }
     // ANCHOR_END: add_links
 
-    // ANCHOR: polite_turn
-    /// Wait until `url` may be fetched: its host's robots.txt known (this
-    /// worker fetches it if no other is), its host's slot come. Says whether
-    /// to fetch it: not if robots.txt refused it (its line is recorded
-    /// here) or `--max-pages` were started.
-    async fn polite_turn(&self, url: &Url) -> anyhow::Result<bool> {
-        let event_loop = get_running_loop();
+    /// Fetch a robots.txt for [`Turns::wait`], waiting for a socket if
+    /// none is free.
+    async fn get_robots(&self, url: &Url) -> anyhow::Result<Response> {
         loop {
-            let gate = self.polite.borrow_mut().gate(url, event_loop.time());
-            match gate {
-                Gate::Fetch { at } => {
-                    // A time to wait for is a sleep: the loop's timer wakes
-                    // this worker, and the other workers go on meanwhile.
-                    sleep(at.saturating_duration_since(event_loop.time())).await?;
-                    return Ok(true);
+            match fetch(&self.session, url).await {
+                Err(err) if err.is::<OutOfDescriptors>() => {}
+                fetched => {
+                    // robots.txt is asked on a connection of its own: a
+                    // page's first request never rides on it, so a site sees
+                    // each page fetched as it would be without robots.txt (a
+                    // retry is a retry, not a stale pooled connection's resend).
+                    self.session.pool.close_idle_to(url);
+                    return fetched;
                 }
-                Gate::FetchRobots(robots) => {
-                    let rules = event_loop.create_future();
-                    self.robots_pending
-                        .borrow_mut()
-                        .insert(host_key(url), rules.clone());
-                    let fetched = self.fetch_robots(robots).await;
-                    self.robots_pending.borrow_mut().remove(&host_key(url));
-                    // Every worker waiting for this host wakes (even if this
-                    // one was cancelled: the rules are in, or never will be).
-                    rules.set_result(());
-                    fetched?;
-                }
-                Gate::WaitForRobots => {
-                    // A result someone else is fetching is a future: each
-                    // waiter hangs its own on the host's, with a done
-                    // callback (the first `.await` of a future takes its
-                    // result, so the waiters cannot all await the one).
-                    let rules = self.robots_pending.borrow().get(&host_key(url)).cloned();
-                    let Some(rules) = rules else {
-                        // Only a worker cancelled mid-fetch leaves no future.
-                        anyhow::bail!("the robots.txt fetch for {url} was abandoned");
-                    };
-                    let known = event_loop.create_future::<()>();
-                    let waiter = known.clone();
-                    rules.add_done_callback(move |_| {
-                        waiter.set_result(());
-                    });
-                    known.await?;
-                }
-                Gate::Blocked(stat) => {
-                    self.record_statistic(stat);
-                    return Ok(false);
-                }
-                Gate::OverLimit => return Ok(false),
             }
         }
     }
-
-    /// Fetch a host's robots.txt (following what [`Politeness`] says: a
-    /// redirect, one retry) until its rules are known.
-    async fn fetch_robots(&self, mut robots: shared::polite::RobotsFetch) -> anyhow::Result<()> {
-        let event_loop = get_running_loop();
-        loop {
-            sleep(robots.at.saturating_duration_since(event_loop.time())).await?;
-            let answer: Result<Response, FetchError> = loop {
-                match fetch(&self.session, &robots.url).await {
-                    Ok(response) => break Ok(response),
-                    Err(err) if is_cancelled(&err) => return Err(err),
-                    // Not the host's answer: wait for a socket and ask again.
-                    Err(err) if err.is::<OutOfDescriptors>() => {}
-                    Err(err) => break Err(FetchError::from_anyhow(&err)),
-                }
-            };
-            // robots.txt is asked on a connection of its own: a page's first
-            // request never rides on it, so a site sees each page fetched as
-            // it would be without robots.txt (a retry is a retry, not a
-            // stale pooled connection's resend).
-            self.session.pool.close_idle_to(&robots.url);
-            let next = self
-                .polite
-                .borrow_mut()
-                .robots_answer(robots, answer, event_loop.time());
-            match next {
-                Some(next) => robots = next,
-                None => return Ok(()),
-            }
-        }
-    }
-    // ANCHOR_END: polite_turn
 
     /// A URL is finished: its info line, and its statistic for the report;
     /// the status line redrawn, if it is shown.
@@ -419,7 +350,7 @@ impl Crawler {
                 in_flight: self.session.in_flight.now(),
                 queued: self.q.qsize(),
                 failed: done.iter().filter(|s| s.error.is_some()).count(),
-                blocked: self.polite.borrow().blocked(),
+                blocked: self.turns.blocked(),
             }
         });
     }
@@ -434,7 +365,7 @@ impl Crawler {
             peak_in_flight: self.session.in_flight.peak(),
             // URLs `--max-pages` left unfetched were marked done in the
             // queue, but are still to do.
-            todo: self.q.unfinished_tasks() + self.polite.borrow().over_limit(),
+            todo: self.q.unfinished_tasks() + self.turns.over_limit(),
         }
     }
 }

@@ -43,6 +43,7 @@ pub mod event_loop;
 pub mod fetch;
 pub mod future;
 pub mod gather;
+pub mod polite;
 pub mod queue;
 pub mod sleep;
 pub mod socket;

@@ -66,6 +66,18 @@ pub enum Gate {
     OverLimit,
 }
 
+/// How waiting for a URL's turn ended: what a lesson's waiting code hands
+/// back to its crawler once [`Politeness::gate`] has stopped saying "wait".
+#[derive(Debug)]
+pub enum Turn {
+    /// Fetch it now.
+    Fetch,
+    /// Not fetched: robots.txt refused it. The report's line for it.
+    Blocked(FetchStatistic),
+    /// Not fetched: `--max-pages` were started (it stays in `Todo`).
+    Skip,
+}
+
 /// One robots.txt fetch to make: fetch [`RobotsFetch::url`], starting at
 /// [`RobotsFetch::at`], and hand the result to [`Politeness::robots_answer`].
 #[derive(Debug, Clone)]
