@@ -28,30 +28,26 @@
 //! flight, and otherwise sleeps on a `Condvar` until one ends: lesson 1's
 //! thread pool, with a semaphore in front of the sockets.
 //!
-//! A crawl of someone else's site waits for two more things before a fetch
-//! ([`shared::polite`] decides what; [`Crawler::polite_turn`] waits): for
-//! the host's robots.txt, which the first thread to meet the host fetches
-//! while the others sleep on a second `Condvar`; and for the host's next
-//! slot under `--delay`, which a thread simply sleeps until. A sleeping
-//! thread holds no socket, but it is still a thread the pool cannot use:
-//! that is what waiting costs in this model.
+//! Before a fetch, a thread also waits for the URL's turn — robots.txt, the
+//! host's slot under `--delay`, `--max-pages` — in [`crate::polite`].
 
 use std::collections::HashSet;
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shared::http::{Limits, Response};
 use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
-use shared::polite::{Gate, Politeness};
+use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{Lane, Phase, Trace};
 use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
 use crate::fetch::{self, Fetched};
+use crate::polite::Turns;
 use crate::queue::Queue;
 
 // ANCHOR: crawler
@@ -90,12 +86,9 @@ pub struct Crawler {
     /// Fetches in flight now, and the most at once; where a fetch waits for
     /// a file descriptor.
     in_flight: InFlight,
-    /// robots.txt, the hosts' slots and `--max-pages`: asked before each
-    /// fetch, under its own lock.
-    polite: Mutex<Politeness>,
-    /// Notified when a host's robots.txt has been answered: the threads
-    /// waiting for it may ask again.
-    rules_known: Condvar,
+    /// robots.txt, the hosts' slots and `--max-pages`: what a thread waits
+    /// for before each fetch.
+    turns: Turns,
 }
 // ANCHOR_END: crawler
 
@@ -118,8 +111,7 @@ impl Crawler {
             trace: config.trace.clone(),
             done: Mutex::new(Vec::new()),
             in_flight: InFlight::new(socket_budget),
-            polite: Mutex::new(Politeness::new(config)),
-            rules_known: Condvar::new(),
+            turns: Turns::new(config),
         })
     }
 
@@ -134,8 +126,11 @@ impl Crawler {
     /// threads at once.
     pub fn fetch(&self, urls_todo: &Queue<(Url, usize)>, (url, depth): (Url, usize)) {
         self.trace.queued(urls_todo.qsize());
-        if !self.polite_turn(&url) {
-            return;
+        // First the URL's turn (robots.txt, the host's slot, --max-pages).
+        match self.turns.wait(&url, |robots| self.get(robots)) {
+            Turn::Fetch => {}
+            Turn::Blocked(stat) => return self.record_statistic(stat),
+            Turn::Skip => return,
         }
         // The slow part — network and parsing — holds no lock.
         let span = self.trace.fetch(url.as_str(), Lane::Thread);
@@ -153,7 +148,7 @@ impl Crawler {
                 } = page::analyze(&url, &response, &self.policy, &self.log);
                 // `--max-depth`: the links of a page at the last depth are
                 // counted on its line but not queued.
-                let links = if self.lock_polite().follows_links_at(depth) {
+                let links = if self.turns.follows_links_at(depth) {
                     links
                 } else {
                     Vec::new()
@@ -213,62 +208,6 @@ impl Crawler {
         }
     }
 
-    // ANCHOR: polite_turn
-    /// Wait until `url` may be fetched: its host's robots.txt known (this
-    /// thread fetches it if no other is), its host's slot come. Says whether
-    /// to fetch it: not if robots.txt refused it (its line is recorded
-    /// here) or `--max-pages` were started.
-    pub fn polite_turn(&self, url: &Url) -> bool {
-        let mut polite = self.lock_polite();
-        loop {
-            match polite.gate(url, Instant::now()) {
-                Gate::Fetch { at } => {
-                    drop(polite);
-                    // Lesson 1 waits for a time the plain way: the thread
-                    // sleeps, holding no lock and no socket.
-                    sleep_until(at);
-                    return true;
-                }
-                Gate::FetchRobots(mut robots) => {
-                    // This thread fetches the host's rules, without the lock,
-                    // then wakes every thread that waits for them.
-                    drop(polite);
-                    loop {
-                        sleep_until(robots.at);
-                        let answer = self.get(&robots.url);
-                        polite = self.lock_polite();
-                        match polite.robots_answer(robots, answer, Instant::now()) {
-                            Some(next) => robots = next,
-                            None => break,
-                        }
-                        drop(polite);
-                    }
-                    self.rules_known.notify_all();
-                }
-                // Another thread is fetching them: sleep until it says so.
-                // The lock is let go while waiting, taken back on waking.
-                Gate::WaitForRobots => {
-                    polite = self
-                        .rules_known
-                        .wait(polite)
-                        .unwrap_or_else(|e| e.into_inner());
-                }
-                Gate::Blocked(stat) => {
-                    drop(polite);
-                    self.record_statistic(stat);
-                    return false;
-                }
-                Gate::OverLimit => return false,
-            }
-        }
-    }
-    // ANCHOR_END: polite_turn
-
-    /// The politeness rules, even if a thread panicked while holding them.
-    fn lock_polite(&self) -> MutexGuard<'_, Politeness> {
-        self.polite.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     // ANCHOR: add_urls
     /// Mark each of `urls` seen and queue it at `depth`, unless a thread
     /// already did. Says, for each, whether it was new: the page's
@@ -324,13 +263,9 @@ impl Crawler {
         self.log.info(report::line(&stat));
         let mut done = self.done.lock().expect("done lock poisoned");
         done.push(stat);
-        self.log.progress(|| Progress {
-            done: done.len(),
-            in_flight: self.in_flight.now(),
-            queued: self.seen_count().saturating_sub(done.len()),
-            failed: done.iter().filter(|s| s.error.is_some()).count(),
-            blocked: done.iter().filter(|s| s.blocked.is_some()).count(),
-        });
+        let queued = || self.seen_count().saturating_sub(done.len());
+        self.log
+            .progress(|| Progress::of(&done, self.in_flight.now(), queued()));
     }
 
     /// How many URLs have been seen (queued at some time).
@@ -447,14 +382,6 @@ impl InFlightGuard<'_> {
             counts.budget = counts.budget.min(others);
         }
         others > 0
-    }
-}
-
-/// Sleep until `at` (at once if it has passed).
-fn sleep_until(at: Instant) {
-    let wait = at.saturating_duration_since(Instant::now());
-    if !wait.is_zero() {
-        std::thread::sleep(wait);
     }
 }
 

@@ -38,6 +38,7 @@
 
 pub mod crawler;
 pub mod fetch;
+pub mod polite;
 pub mod pool;
 pub mod queue;
 

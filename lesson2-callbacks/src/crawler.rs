@@ -27,14 +27,12 @@
 //! "too many open files" error puts a URL back in that line instead of
 //! failing it.
 //!
-//! Before a fetch starts, [`shared::polite`] says whether and when it may
-//! ([`Crawler::polite_fetch`]), and lesson 2 waits the callback way: a time
-//! to wait for is a timer (`call_at`), which the loop keeps in its poll
-//! timeout; a host's robots.txt, which one `Fetcher` is getting, is a list
-//! of callbacks (`rules_waiting`) run when its answer is in.
+//! Before a fetch starts, the URL waits for its turn (robots.txt, the host's
+//! slot under `--delay`, `--max-pages`) the callback way, in
+//! [`crate::polite`]: [`Crawler::take_turn`] is called back when it comes.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
@@ -43,15 +41,15 @@ use shared::links::{self, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
-use shared::polite::{Gate, Politeness, RobotsFetch};
-use shared::schedule::host_key;
+use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FetchStatistic};
+use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
 use url::Url;
 
 use crate::event_loop::EventLoop;
 use crate::fetch::{Fetched, Fetcher, InFlight};
+use crate::polite::{Answer, Get, Turns};
 
 // ANCHOR: crawler
 /// The crawl-wide state. One thread, so no locks: it lives in an
@@ -92,25 +90,14 @@ pub struct Crawler {
     socket_budget: usize,
     /// URLs waiting for a socket (with their depth), first come first served.
     waiting: VecDeque<(Url, usize)>,
-    /// robots.txt, the hosts' slots and `--max-pages`: asked before each fetch.
-    polite: Politeness,
-    /// Per host whose robots.txt is being fetched: what to do once its
-    /// rules are in, one callback per URL that waits for them.
-    rules_waiting: HashMap<String, Vec<WhenRulesKnown>>,
+    /// robots.txt, the hosts' slots and `--max-pages`, and the callbacks
+    /// waiting for a turn.
+    turns: Rc<Turns>,
     /// The `Rc` this crawler lives in, for the `done` callbacks it hands to
     /// each `Fetcher`. `Weak`, so the crawler does not keep itself alive.
     this: Weak<RefCell<Crawler>>,
 }
 // ANCHOR_END: crawler
-
-/// A callback waiting for a host's robots.txt rules.
-struct WhenRulesKnown(Box<dyn FnOnce(&mut Crawler)>);
-
-impl std::fmt::Debug for WhenRulesKnown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WhenRulesKnown(..)")
-    }
-}
 
 impl Crawler {
     /// The crawler for `config`: roots normalized (`http://` added where
@@ -136,8 +123,7 @@ impl Crawler {
                 // Zero would make every fetch wait forever.
                 socket_budget: socket_budget.max(1),
                 waiting: VecDeque::new(),
-                polite: Politeness::new(config),
-                rules_waiting: HashMap::new(),
+                turns: Rc::new(Turns::new(config)),
                 this: this.clone(),
             })
         }))
@@ -154,7 +140,53 @@ impl Crawler {
     /// Returns at once: the tutorial's `Fetcher(url).fetch()`.
     pub fn fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         self.urls_todo.insert(url.clone());
-        self.polite_fetch(event_loop, url, depth);
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let (turns, task_loop) = (Rc::clone(&self.turns), event_loop.clone());
+        // The URL's turn first (with no socket, so outside the socket
+        // budget): `done` is called back when it has come.
+        let target = url.clone();
+        let done = move |turn| {
+            crawler
+                .borrow_mut()
+                .take_turn(&task_loop, target, depth, turn)
+        };
+        turns.wait(event_loop, url, self.get_robots(event_loop), Box::new(done));
+    }
+
+    /// `url`'s turn has come: start its fetch or join the line, or record
+    /// it as not fetched.
+    fn take_turn(&mut self, event_loop: &EventLoop, url: Url, depth: usize, turn: Turn) {
+        match turn {
+            Turn::Fetch => self.start_or_wait(event_loop, url, depth),
+            Turn::Blocked(stat) => {
+                self.record_statistic(stat);
+                self.finished(event_loop, &url);
+            }
+            Turn::Skip => self.finished(event_loop, &url),
+        }
+    }
+
+    /// How [`Turns`] fetches a robots.txt: a `Fetcher` whose `done` callback
+    /// hands the answer on.
+    fn get_robots(&self, event_loop: &EventLoop) -> Get {
+        let (crawler, event_loop) = (self.this.clone(), event_loop.clone());
+        Rc::new(move |url: &Url, answer: Answer| {
+            let Some(crawler) = crawler.upgrade() else {
+                return;
+            };
+            let done = move |fetched| match fetched {
+                Fetched::Done(result) => answer(result),
+                // No descriptor: politeness allows the host one retry.
+                Fetched::OutOfDescriptors { .. } => answer(Err(FetchError::new(
+                    FailKind::Connect,
+                    "too many open files",
+                ))),
+            };
+            let fetcher = crawler.borrow().fetcher(&event_loop, url.clone(), done);
+            fetcher.borrow_mut().fetch(FetchSpan::off());
+        })
     }
 
     /// Start `url` now or put it in line for a socket.
@@ -177,25 +209,35 @@ impl Crawler {
         let span = self.trace.fetch(url.as_str(), Lane::Lowest);
         let done_span = span.clone();
         let done_loop = event_loop.clone();
-        let fetcher = Fetcher::new(
-            event_loop,
-            url.clone(),
-            Rc::clone(&self.resolver),
-            Rc::clone(&self.in_flight),
-            self.timeout,
-            self.limits,
-            &self.user_agent,
-            move |fetched| {
-                crawler
-                    .borrow_mut()
-                    .fetched(&done_loop, url, depth, done_span, fetched)
-            },
-        );
+        let fetcher = self.fetcher(event_loop, url.clone(), move |fetched| {
+            crawler
+                .borrow_mut()
+                .fetched(&done_loop, url, depth, done_span, fetched)
+        });
         // The fetcher keeps the span for its callbacks (see `bind`); its
         // start runs right here, so it is entered here too.
         span.in_scope(|| fetcher.borrow_mut().fetch(span.clone()));
         // `fetcher` is dropped here, but not freed: the callbacks it gave
         // the event loop (the socket's, the deadline's) hold it.
+    }
+
+    /// A `Fetcher` for `url` with the crawl's settings, calling `done`.
+    fn fetcher(
+        &self,
+        event_loop: &EventLoop,
+        url: Url,
+        done: impl FnOnce(Fetched) + 'static,
+    ) -> Rc<RefCell<Fetcher>> {
+        Fetcher::new(
+            event_loop,
+            url,
+            Rc::clone(&self.resolver),
+            Rc::clone(&self.in_flight),
+            self.timeout,
+            self.limits,
+            &self.user_agent,
+            done,
+        )
     }
 
     /// A socket was closed: start as many waiting URLs as the budget now
@@ -212,121 +254,6 @@ impl Crawler {
         }
     }
     // ANCHOR_END: fetch
-
-    // ANCHOR: polite_fetch
-    /// Ask whether and when `url` may be fetched, and arrange for it: start
-    /// it (now, or from a timer at its host's slot), wait for its host's
-    /// robots.txt (fetching it if no one is), or record it as not fetched.
-    fn polite_fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
-        match self.polite.gate(&url, event_loop.time()) {
-            Gate::Fetch { at } if at <= event_loop.time() => {
-                self.start_or_wait(event_loop, url, depth);
-            }
-            // A time to wait for is a timer: the loop sleeps in its poll
-            // until the first one is due, and runs this callback then.
-            Gate::Fetch { at } => self.later(event_loop, at, move |crawler, event_loop| {
-                crawler.start_or_wait(event_loop, url, depth)
-            }),
-            Gate::FetchRobots(robots) => {
-                self.rules_waiting.insert(host_key(&url), Vec::new());
-                self.fetch_robots(event_loop, robots);
-                self.wait_for_rules(event_loop, url, depth);
-            }
-            Gate::WaitForRobots => self.wait_for_rules(event_loop, url, depth),
-            Gate::Blocked(stat) => {
-                self.record_statistic(stat);
-                self.finished(event_loop, &url);
-            }
-            // Left unfetched (the report's `Todo` counts it from `polite`).
-            Gate::OverLimit => self.finished(event_loop, &url),
-        }
-    }
-
-    /// A result someone else is fetching: leave a callback to be run when
-    /// the host's rules are in.
-    fn wait_for_rules(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
-        let event_loop = event_loop.clone();
-        let callbacks = self.rules_waiting.entry(host_key(&url)).or_default();
-        callbacks.push(WhenRulesKnown(Box::new(move |crawler| {
-            crawler.polite_fetch(&event_loop, url, depth)
-        })));
-    }
-
-    /// Start a `Fetcher` for a host's robots.txt (at its slot) whose `done`
-    /// callback is [`Crawler::robots_fetched`].
-    fn fetch_robots(&mut self, event_loop: &EventLoop, robots: RobotsFetch) {
-        if robots.at > event_loop.time() {
-            let at = robots.at;
-            return self.later(event_loop, at, move |crawler, event_loop| {
-                crawler.fetch_robots(event_loop, robots)
-            });
-        }
-        let Some(crawler) = self.this.upgrade() else {
-            return;
-        };
-        let done_loop = event_loop.clone();
-        let url = robots.url.clone();
-        let fetcher = Fetcher::new(
-            event_loop,
-            url,
-            Rc::clone(&self.resolver),
-            Rc::clone(&self.in_flight),
-            self.timeout,
-            self.limits,
-            &self.user_agent,
-            move |fetched| {
-                crawler
-                    .borrow_mut()
-                    .robots_fetched(&done_loop, robots, fetched)
-            },
-        );
-        fetcher.borrow_mut().fetch(FetchSpan::off());
-    }
-
-    /// A robots.txt fetch ended: fetch again if politeness says so (a
-    /// redirect, a retry), else run every callback waiting for the rules.
-    fn robots_fetched(
-        &mut self,
-        event_loop: &EventLoop,
-        mut robots: RobotsFetch,
-        fetched: Fetched,
-    ) {
-        let answer = match fetched {
-            // No descriptor: try again in a moment, when a fetch has ended.
-            Fetched::OutOfDescriptors { .. } => {
-                robots.at = event_loop.time() + Duration::from_millis(100);
-                return self.fetch_robots(event_loop, robots);
-            }
-            Fetched::Done(answer) => answer,
-        };
-        let host = host_key(&robots.url);
-        match self.polite.robots_answer(robots, answer, event_loop.time()) {
-            Some(next) => self.fetch_robots(event_loop, next),
-            None => {
-                for WhenRulesKnown(callback) in self.rules_waiting.remove(&host).unwrap_or_default()
-                {
-                    callback(self);
-                }
-            }
-        }
-        // Its socket is closed: a waiting URL can have it.
-        self.fetch_waiting(event_loop);
-    }
-
-    /// Run `callback` on the crawler at `at`.
-    fn later(
-        &self,
-        event_loop: &EventLoop,
-        at: std::time::Instant,
-        callback: impl FnOnce(&mut Crawler, &EventLoop) + 'static,
-    ) {
-        let Some(crawler) = self.this.upgrade() else {
-            return;
-        };
-        let timer_loop = event_loop.clone();
-        event_loop.call_at(at, move || callback(&mut crawler.borrow_mut(), &timer_loop));
-    }
-    // ANCHOR_END: polite_fetch
 
     // ANCHOR: fetched
     /// A fetch ended: the second half of lesson 1's `Crawler::fetch`, run by
@@ -364,7 +291,7 @@ impl Crawler {
                 } = page::analyze(&url, &response, &self.policy, &self.log);
                 // `--max-depth`: the links of a page at the last depth are
                 // counted on its line but not fetched.
-                let links = if self.polite.follows_links_at(depth) {
+                let links = if self.turns.follows_links_at(depth) {
                     links
                 } else {
                     Vec::new()
@@ -443,13 +370,10 @@ impl Crawler {
     fn record_statistic(&mut self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
         self.done.push(stat);
-        self.log.progress(|| Progress {
-            done: self.done.len(),
-            in_flight: self.in_flight.now(),
-            queued: self.urls_todo.len().saturating_sub(self.in_flight.now()),
-            failed: self.done.iter().filter(|s| s.error.is_some()).count(),
-            blocked: self.polite.blocked(),
-        });
+        let in_flight = self.in_flight.now();
+        let queued = self.urls_todo.len().saturating_sub(in_flight);
+        self.log
+            .progress(|| Progress::of(&self.done, in_flight, queued));
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the
@@ -457,7 +381,7 @@ impl Crawler {
     pub fn report(&mut self, elapsed: Duration) -> CrawlReport {
         CrawlReport {
             // URLs `--max-pages` left unfetched are still to do.
-            todo: self.urls_todo.len() + self.polite.over_limit(),
+            todo: self.urls_todo.len() + self.turns.over_limit(),
             stats: std::mem::take(&mut self.done),
             elapsed,
             max_tasks: self.in_flight.peak(),

@@ -47,6 +47,7 @@ pub mod busy_loop;
 pub mod crawler;
 pub mod event_loop;
 pub mod fetch;
+pub mod polite;
 
 use std::time::Instant;
 

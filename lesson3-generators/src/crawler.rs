@@ -154,21 +154,26 @@ impl Crawler {
             return;
         };
         let (turns, task_loop) = (Rc::clone(&self.turns), event_loop.clone());
-        // A task waits for the URL's turn (with no socket, so outside the
-        // socket budget), then starts its fetch or joins the line.
+        // The URL's turn first (with no socket, so outside the socket
+        // budget): a task awaits it, then goes on.
         event_loop.create_task(async move {
             let get = async |robots: &Url| Crawler::get_robots(&crawler, robots).await;
             let turn = turns.wait(&url, get).await;
-            let mut crawler = crawler.borrow_mut();
-            match turn {
-                Turn::Fetch => crawler.start_or_wait(&task_loop, url, depth),
-                Turn::Blocked(stat) => {
-                    crawler.record_statistic(stat);
-                    crawler.finished(&task_loop, &url);
-                }
-                Turn::Skip => crawler.finished(&task_loop, &url),
-            }
+            crawler.borrow_mut().take_turn(&task_loop, url, depth, turn);
         });
+    }
+
+    /// `url`'s turn has come: start its fetch or join the line, or record
+    /// it as not fetched.
+    fn take_turn(&mut self, event_loop: &EventLoop, url: Url, depth: usize, turn: Turn) {
+        match turn {
+            Turn::Fetch => self.start_or_wait(event_loop, url, depth),
+            Turn::Blocked(stat) => {
+                self.record_statistic(stat);
+                self.finished(event_loop, &url);
+            }
+            Turn::Skip => self.finished(event_loop, &url),
+        }
     }
 
     /// Start `url` now or put it in line for a socket.
@@ -363,13 +368,10 @@ impl Crawler {
     fn record_statistic(&mut self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
         self.done.push(stat);
-        self.log.progress(|| Progress {
-            done: self.done.len(),
-            in_flight: self.in_flight.now(),
-            queued: self.urls_todo.len().saturating_sub(self.in_flight.now()),
-            failed: self.done.iter().filter(|s| s.error.is_some()).count(),
-            blocked: self.turns.blocked(),
-        });
+        let in_flight = self.in_flight.now();
+        let queued = self.urls_todo.len().saturating_sub(in_flight);
+        self.log
+            .progress(|| Progress::of(&self.done, in_flight, queued));
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the

@@ -113,11 +113,6 @@ impl Turns {
         self.polite.borrow().follows_links_at(depth)
     }
 
-    /// URLs robots.txt refused so far (for the status line).
-    pub fn blocked(&self) -> usize {
-        self.polite.borrow().blocked()
-    }
-
     /// URLs `--max-pages` left unfetched (for the report's `Todo`).
     pub fn over_limit(&self) -> usize {
         self.polite.borrow().over_limit()

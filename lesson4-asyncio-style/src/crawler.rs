@@ -343,16 +343,9 @@ impl Crawler {
     fn record_statistic(&self, stat: FetchStatistic) {
         self.log.info(report::line(&stat));
         self.done.borrow_mut().push(stat);
-        self.log.progress(|| {
-            let done = self.done.borrow();
-            Progress {
-                done: done.len(),
-                in_flight: self.session.in_flight.now(),
-                queued: self.q.qsize(),
-                failed: done.iter().filter(|s| s.error.is_some()).count(),
-                blocked: self.turns.blocked(),
-            }
-        });
+        let in_flight = self.session.in_flight.now();
+        self.log
+            .progress(|| Progress::of(&self.done.borrow(), in_flight, self.q.qsize()));
     }
 
     /// The report of the crawl so far (complete once `crawl` has returned).

@@ -19,6 +19,8 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use crate::stats::FetchStatistic;
+
 /// What the status line shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -35,6 +37,18 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// The counts of a crawl that has finished the URLs of `done` and has
+    /// `in_flight` fetches under way and `queued` URLs waiting.
+    pub fn of(done: &[FetchStatistic], in_flight: usize, queued: usize) -> Progress {
+        Progress {
+            done: done.len(),
+            in_flight,
+            queued,
+            failed: done.iter().filter(|s| s.error.is_some()).count(),
+            blocked: done.iter().filter(|s| s.blocked.is_some()).count(),
+        }
+    }
+
     /// The line, without any terminal control: counts with thousands
     /// separators, the rate of finished URLs since `started`, the elapsed
     /// time.
