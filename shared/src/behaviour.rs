@@ -1156,10 +1156,12 @@ pub fn robots_statuses(lesson: Lesson, crawl: CrawlFn) {
         "the pages once, robots.txt once"
     );
 
-    for (robots, timeout) in [
-        (Route::status(503), Duration::from_secs(10)),
-        (Route::status(429), Duration::from_secs(10)),
-        (Route::stall(), Duration::from_millis(300)),
+    // (robots.txt's route, the timeout, whether the site answered: a
+    // crawl with no answer at all exits 1, as with a closed port.)
+    for (robots, timeout, answered) in [
+        (Route::status(503), Duration::from_secs(10), true),
+        (Route::status(429), Duration::from_secs(10), true),
+        (Route::stall(), Duration::from_millis(300), false),
     ] {
         let (server, report) = crawl_with(Some(robots), timeout);
         let root = server.url("/");
@@ -1168,6 +1170,7 @@ pub fn robots_statuses(lesson: Lesson, crawl: CrawlFn) {
         assert_eq!(line, format!("{root} blocked robots-unavailable"));
         assert_eq!(server.request_count("/robots.txt"), 2, "one retry");
         assert_eq!(server.request_count("/"), 0);
+        assert_eq!(report.received_any_status(), answered);
     }
 
     let (server, report) = crawl_with(

@@ -869,6 +869,61 @@ mod tests {
     }
 
     #[test]
+    fn politeness_options_in_every_lesson() {
+        for lesson in LESSONS {
+            let c = config(lesson, &[]);
+            assert_eq!(c.user_agent, "crawler-course");
+            assert!(c.obey_robots);
+            assert_eq!(c.delay, Duration::ZERO);
+            assert_eq!((c.max_pages, c.max_depth), (None, None));
+            let c = config(
+                lesson,
+                &[
+                    "--user-agent=My_Bot-x",
+                    "--robots",
+                    "ignore",
+                    "--delay=0.25",
+                    "--max_pages",
+                    "10",
+                    "--max-depth=0",
+                ],
+            );
+            assert_eq!(c.user_agent, "My_Bot-x");
+            assert!(!c.obey_robots);
+            assert_eq!(c.delay, Duration::from_millis(250));
+            assert_eq!((c.max_pages, c.max_depth), (Some(10), Some(0)));
+            let help = help(lesson);
+            for option in [
+                "--user-agent",
+                "--robots",
+                "--delay",
+                "--max-pages",
+                "--max-depth",
+            ] {
+                assert!(help.contains(option), "{lesson:?} help lacks {option}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_politeness_values_are_usage_errors() {
+        let one = Lesson::One;
+        for bad in ["", "my bot", "bot/1.0", "bot\r\nX-Evil: 1", "bøt"] {
+            let message = error(one, &["--user-agent", bad]);
+            assert!(message.contains("product token"), "{bad:?}: {message}");
+        }
+        assert!(error(one, &["--robots", "maybe"]).contains("obey or ignore"));
+        for bad in ["-1", "nan", "inf", "soon", "1e9"] {
+            assert!(
+                error(one, &["--delay", bad]).starts_with("--delay"),
+                "{bad}"
+            );
+        }
+        assert!(error(one, &["--max-pages", "0"]).contains("at least 1"));
+        assert!(error(one, &["--max-depth", "-1"]).contains("whole number"));
+    }
+
+    #[test]
     fn defaults_are_the_specs_for_every_lesson() {
         for lesson in LESSONS {
             let c = config(lesson, &[]);

@@ -169,7 +169,10 @@ impl Politeness {
                     } else {
                         Blocked::Robots
                     };
-                    return Gate::Blocked(FetchStatistic::blocked(url.as_str(), why));
+                    let mut stat = FetchStatistic::blocked(url.as_str(), why);
+                    // The site's answer about it, for the exit status.
+                    stat.status = robots.status();
+                    return Gate::Blocked(stat);
                 }
                 Some(Rules::Known(_)) => {}
             }

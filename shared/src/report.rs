@@ -48,12 +48,10 @@ impl CrawlReport {
     }
 
     /// Did at least one fetch receive an HTTP status line? (Exit status 1
-    /// when not.) A URL its robots.txt refused counts: that robots.txt was
-    /// an answer from the site.
+    /// when not.) A URL its robots.txt refused counts when that robots.txt
+    /// was answered: the site answered.
     pub fn received_any_status(&self) -> bool {
-        self.stats
-            .iter()
-            .any(|s| s.status.is_some() || s.blocked == Some(crate::stats::Blocked::Robots))
+        self.stats.iter().any(|s| s.status.is_some())
     }
 
     /// The stats table: the original's counter keys and their totals.

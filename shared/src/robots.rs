@@ -69,6 +69,8 @@ pub struct Robots {
     crawl_delay: Option<Duration>,
     /// How the rules came to be, for the log line.
     source: String,
+    /// The status robots.txt was answered with, if it was answered at all.
+    status: Option<u16>,
 }
 
 impl Robots {
@@ -79,6 +81,7 @@ impl Robots {
             deny_all: false,
             crawl_delay: None,
             source: source.into(),
+            status: None,
         }
     }
 
@@ -95,7 +98,7 @@ impl Robots {
     /// anything else (`5xx`, `429`, and any other status that reaches here,
     /// redirects having been followed) refuses everything.
     pub fn from_status(status: u16, body: &[u8], agent: &str) -> Robots {
-        match status {
+        let mut robots = match status {
             200..=299 => {
                 let mut robots = Robots::parse(body, agent);
                 robots.source = format!("status {status}, {}", robots.source);
@@ -104,7 +107,9 @@ impl Robots {
             429 => Robots::deny_all(format!("status {status}: nothing allowed")),
             400..=499 => Robots::allow_all(format!("status {status}: no rules")),
             _ => Robots::deny_all(format!("status {status}: nothing allowed")),
-        }
+        };
+        robots.status = Some(status);
+        robots
     }
 
     /// The rules of `text` (a robots.txt) that apply to the crawler whose
@@ -205,6 +210,7 @@ impl Robots {
             rules,
             deny_all: false,
             crawl_delay: delay,
+            status: None,
         }
     }
 
@@ -234,6 +240,12 @@ impl Robots {
             }
         }
         best.is_none_or(|(_, allow)| allow)
+    }
+
+    /// The status robots.txt was answered with (`None` when there was no
+    /// answer at all).
+    pub fn status(&self) -> Option<u16> {
+        self.status
     }
 
     /// Whether every URL is refused because the site could not say what it

@@ -175,7 +175,9 @@ pub struct FetchStatistic {
     /// For a redirect: the `Location` resolved against `url`, fragment dropped.
     pub next_url: Option<String>,
     /// The status code, when a status line was received — also for a fetch
-    /// that failed after it (then the error's [`FetchError::status`]).
+    /// that failed after it (then the error's [`FetchError::status`]). For a
+    /// URL [`FetchStatistic::blocked`] names: the status its host's
+    /// robots.txt was answered with, if any (the report line does not show it).
     pub status: Option<u16>,
     /// Why the fetch failed, if it did (after all its tries).
     pub error: Option<FetchError>,
