@@ -908,7 +908,7 @@ mod tests {
     #[test]
     fn bad_politeness_values_are_usage_errors() {
         let one = Lesson::One;
-        for bad in ["", "my bot", "bot/1.0", "bot\r\nX-Evil: 1", "bøt"] {
+        for bad in ["", "my bot", "bot/1.0", "bot2", "bot\r\nX-Evil: 1", "bøt"] {
             let message = error(one, &["--user-agent", bad]);
             assert!(message.contains("product token"), "{bad:?}: {message}");
         }
