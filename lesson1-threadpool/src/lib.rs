@@ -34,6 +34,7 @@
 //! | `fetch.rs` | one URL on a blocking `TcpStream`, with a deadline for the whole fetch |
 //! | `queue.rs` | `Queue`: `put`, blocking `get`, `task_done`, `join`, `shutdown` from `Mutex` + `Condvar` |
 //! | `pool.rs` | `ThreadPool`: `n` threads looping over the queue; ending them; surviving a panic |
+//! | `polite.rs` | waiting for a URL's turn (robots.txt, `--delay`, `--max-pages`): a sleep, and a `Condvar` for another thread's robots.txt |
 //! | `examples/thread_cost.rs` | measuring what an idle thread costs in memory |
 
 pub mod crawler;

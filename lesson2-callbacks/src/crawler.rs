@@ -29,7 +29,7 @@
 //!
 //! Before a fetch starts, the URL waits for its turn (robots.txt, the host's
 //! slot under `--delay`, `--max-pages`) the callback way, in
-//! [`crate::polite`]: [`Crawler::take_turn`] is called back when it comes.
+//! [`crate::polite`]: `Crawler::take_turn` is called back when it comes.
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};

@@ -41,6 +41,7 @@
 //! | `event_loop.rs` | `EventLoop` over `mio::Poll`: a shared handle: `add_reader`/`add_writer`, `call_soon`, `call_later`, `run_forever`, `stop` |
 //! | `fetch.rs` | `Fetcher`: one URL as callbacks (`connected`, `send_request`, `read_response`, `timed_out`) |
 //! | `crawler.rs` | `seen_urls`, `urls_todo`, a fetch per new link, the socket budget and the line waiting for it |
+//! | `polite.rs` | waiting for a URL's turn with callbacks: a timer at the host's slot, a list of callbacks per host for its robots.txt |
 //! | `examples/callback_memory.rs` | measuring what a fetch in flight costs: N threads (lesson 1) against N callbacks |
 
 pub mod busy_loop;

@@ -44,6 +44,7 @@
 //! | `fetch_by_hand.rs` | the fetch as an explicit state machine (connecting → sending → reading → done) |
 //! | `fetch.rs` | the fetch as an `async fn`: `connect_any`, `read_all`, the deadline, errors with context |
 //! | `crawler.rs` | lesson 2's crawl state (`seen_urls`, `urls_todo`, socket budget), a task per URL |
+//! | `polite.rs` | waiting for a URL's turn in a coroutine: a `sleep`, and a future per host for its robots.txt |
 //! | `examples/coroutine_memory.rs` | the size of a fetch's coroutine, and the memory of N fetches in flight in lessons 1, 2 and 3 |
 
 pub mod crawler;

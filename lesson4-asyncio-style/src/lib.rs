@@ -36,6 +36,7 @@
 //! | [`connection_pool`] | HTTP/1.1 keep-alive, stale connections, a socket budget | aiohttp's `TCPConnector` |
 //! | [`fetch`] | one attempt at a URL, with a deadline | `session.get(url, allow_redirects=False)` |
 //! | [`crawler`] | the original chapter's `Crawler`: workers, retries, redirects through the queue | `crawling.py` |
+//! | [`polite`] | lesson 3's wait for a URL's turn, on this runtime (cancellation, results that move) | `urllib.robotparser`, `asyncio.sleep` |
 
 pub mod connection_pool;
 pub mod crawler;

@@ -1,0 +1,105 @@
+//! Tests of `src/polite.rs`: waiting for a URL's turn on threads.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lesson1_threadpool::polite::Turns;
+use shared::http::Response;
+use shared::polite::Turn;
+use shared::{Config, FetchError, Lesson};
+use url::Url;
+
+fn url(path: &str) -> Url {
+    Url::parse(&format!("http://site.test{path}")).unwrap()
+}
+
+/// A robots.txt answer with `body`.
+fn robots(status: u16, body: &str) -> Result<Response, FetchError> {
+    Ok(Response {
+        status,
+        reason: String::new(),
+        headers: Default::default(),
+        body: body.as_bytes().to_vec(),
+        reusable: false,
+    })
+}
+
+fn config() -> Config {
+    let mut config = Config::new(Lesson::One, ["http://site.test/"]);
+    config.log = shared::log::Log::capture(shared::log::Level::Error);
+    config
+}
+
+/// Four threads meet one host at once: one of them fetches its robots.txt
+/// (slowly), the other three wait for it and then obey it too.
+#[test]
+fn one_thread_fetches_robots_txt_while_the_others_wait_for_it() {
+    let turns = Arc::new(Turns::new(&config()));
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(4));
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let (turns, fetches, start) = (turns.clone(), fetches.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let get = |_: &Url| {
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    thread::sleep(Duration::from_millis(100));
+                    robots(200, "User-agent: *\nDisallow: /no\n")
+                };
+                let path = if i == 0 {
+                    "/no".to_string()
+                } else {
+                    format!("/{i}")
+                };
+                turns.wait(&url(&path), get)
+            })
+        })
+        .collect();
+    let turns_got: Vec<Turn> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(fetches.load(Ordering::SeqCst), 1, "robots.txt fetched once");
+    assert!(
+        matches!(turns_got[0], Turn::Blocked(_)),
+        "{:?}",
+        turns_got[0]
+    );
+    assert!(turns_got[1..].iter().all(|t| matches!(t, Turn::Fetch)));
+}
+
+/// With `--delay`, a host's turns come a delay apart, robots.txt first.
+#[test]
+fn a_hosts_turns_are_a_delay_apart() {
+    let mut config = config();
+    config.delay = Duration::from_millis(100);
+    let turns = Turns::new(&config);
+    let started = Instant::now();
+    let mut times = Vec::new();
+    for i in 0..3 {
+        let turn = turns.wait(&url(&format!("/{i}")), |_| robots(404, ""));
+        assert!(matches!(turn, Turn::Fetch));
+        times.push(started.elapsed());
+    }
+    // robots.txt at 0, then the pages at 100, 200 and 300 ms.
+    for (i, time) in times.iter().enumerate() {
+        let due = Duration::from_millis(100 * (i as u64 + 1));
+        assert!(*time >= due, "turn {i} came at {time:?}, before {due:?}");
+    }
+}
+
+/// `--max-pages 1`: the second page is skipped, not waited for.
+#[test]
+fn past_the_page_limit_a_url_is_skipped() {
+    let mut config = config();
+    config.max_pages = Some(1);
+    let turns = Turns::new(&config);
+    assert!(matches!(
+        turns.wait(&url("/a"), |_| robots(404, "")),
+        Turn::Fetch
+    ));
+    assert!(matches!(
+        turns.wait(&url("/b"), |_| robots(404, "")),
+        Turn::Skip
+    ));
+}

@@ -1,0 +1,113 @@
+//! Tests of `src/polite.rs`: waiting for a URL's turn in a coroutine, on a
+//! loop whose clock the test controls (a sleep ends at once, and the times
+//! are exact).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use lesson3_generators::event_loop::{EventLoop, TestClock};
+use lesson3_generators::polite::Turns;
+use lesson3_generators::sleep::sleep;
+use shared::http::Response;
+use shared::polite::Turn;
+use shared::{Config, FetchError, Lesson};
+use url::Url;
+
+fn url(path: &str) -> Url {
+    Url::parse(&format!("http://site.test{path}")).unwrap()
+}
+
+fn robots(body: &str) -> Result<Response, FetchError> {
+    Ok(Response {
+        status: 200,
+        reason: String::new(),
+        headers: Default::default(),
+        body: body.as_bytes().to_vec(),
+        reusable: false,
+    })
+}
+
+fn config() -> Config {
+    let mut config = Config::new(Lesson::Three, ["http://site.test/"]);
+    config.log = shared::log::Log::capture(shared::log::Level::Error);
+    config
+}
+
+/// One task per path waits for its turn on one host, robots.txt taking
+/// 100 ms (loop time) to arrive. Returns what each got and when (from the
+/// start), and how often robots.txt was fetched.
+fn turns_of(
+    config: &Config,
+    paths: &[&'static str],
+    body: &'static str,
+) -> (Vec<(&'static str, String, Duration)>, usize) {
+    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let turns = Rc::new(Turns::new(config));
+    let asked = Rc::new(Cell::new(0));
+    let got = Rc::new(RefCell::new(Vec::new()));
+    let started = event_loop.time();
+    let tasks: Vec<_> = paths
+        .iter()
+        .map(|&path| {
+            let (turns, asked, got, lp) = (
+                turns.clone(),
+                asked.clone(),
+                got.clone(),
+                event_loop.clone(),
+            );
+            event_loop.create_task(async move {
+                let get = async |_: &Url| {
+                    asked.set(asked.get() + 1);
+                    sleep(Duration::from_millis(100)).await;
+                    robots(body)
+                };
+                let turn = turns.wait(&url(path), get).await;
+                let kind = match turn {
+                    Turn::Fetch => "fetch",
+                    Turn::Blocked(_) => "blocked",
+                    Turn::Skip => "skip",
+                };
+                got.borrow_mut()
+                    .push((path, kind.to_string(), lp.time() - started));
+            })
+        })
+        .collect();
+    let all = async move {
+        for task in tasks {
+            task.await;
+        }
+    };
+    event_loop.run_until_complete(all).unwrap();
+    let got = got.take();
+    (got, asked.get())
+}
+
+#[test]
+fn one_task_fetches_robots_txt_and_the_others_await_its_future() {
+    let (got, asked) = turns_of(
+        &config(),
+        &["/a", "/no", "/b"],
+        "User-agent: *\nDisallow: /no\n",
+    );
+    assert_eq!(asked, 1, "robots.txt fetched once");
+    for (path, kind, when) in &got {
+        let expected = if *path == "/no" { "blocked" } else { "fetch" };
+        assert_eq!(kind, expected, "{path}");
+        // Everyone waited for the one answer.
+        assert_eq!(*when, Duration::from_millis(100), "{path}");
+    }
+}
+
+#[test]
+fn a_hosts_turns_are_sleeps_a_delay_apart() {
+    let mut config = config();
+    config.delay = Duration::from_millis(500);
+    let (got, _) = turns_of(&config, &["/a", "/b", "/c"], "User-agent: *\n");
+    let times: Vec<Duration> = got.iter().map(|(_, _, when)| *when).collect();
+    assert_eq!(
+        times,
+        [500, 1000, 1500].map(Duration::from_millis),
+        "{got:?}"
+    );
+}
