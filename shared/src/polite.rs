@@ -115,8 +115,6 @@ pub struct Politeness {
     schedule: HostSchedule,
     /// `--max-pages`, `--max-depth`.
     limits: CrawlLimits,
-    /// URLs refused by robots.txt so far, for the status line.
-    blocked: usize,
     /// URLs not fetched because of `--max-pages`, for the report's `Todo`.
     over_limit: usize,
     /// For the one info line per host saying what its robots.txt gave.
@@ -132,7 +130,6 @@ impl Politeness {
             rules: HashMap::new(),
             schedule: HostSchedule::new(config.delay),
             limits: CrawlLimits::new(config.max_pages, config.max_depth),
-            blocked: 0,
             over_limit: 0,
             log: config.log.clone(),
         }
@@ -163,7 +160,6 @@ impl Politeness {
                 }
                 Some(Rules::Fetching) => return Gate::WaitForRobots,
                 Some(Rules::Known(robots)) if !robots.allows(url) => {
-                    self.blocked += 1;
                     let why = if robots.refuses_all() {
                         Blocked::RobotsUnavailable
                     } else {
@@ -269,11 +265,6 @@ impl Politeness {
         self.limits.follows_links_at(depth)
     }
 
-    /// URLs robots.txt refused so far.
-    pub fn blocked(&self) -> usize {
-        self.blocked
-    }
-
     /// URLs not fetched because `--max-pages` were started: they belong in
     /// the report's `Todo`.
     pub fn over_limit(&self) -> usize {
@@ -352,7 +343,6 @@ mod tests {
             panic!("expected blocked");
         };
         assert_eq!(stat.blocked, Some(Blocked::Robots));
-        assert_eq!(polite.blocked(), 1);
     }
 
     #[test]
