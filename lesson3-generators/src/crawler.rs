@@ -150,12 +150,15 @@ impl Crawler {
     /// once: the tutorial's `Task(Fetcher(url).fetch())`.
     pub fn fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         self.urls_todo.insert(url.clone());
+        // The URL's turn first. Most URLs have it at once; the others wait
+        // in a task of their own (with no socket, so outside the budget).
+        if let Some(turn) = self.turns.ready(&url, event_loop.time()) {
+            return self.take_turn(event_loop, url, depth, turn);
+        }
         let Some(crawler) = self.this.upgrade() else {
             return;
         };
         let (turns, task_loop) = (Rc::clone(&self.turns), event_loop.clone());
-        // The URL's turn first (with no socket, so outside the socket
-        // budget): a task awaits it, then goes on.
         event_loop.create_task(async move {
             let get = async |robots: &Url| Crawler::get_robots(&crawler, robots).await;
             let turn = turns.wait(&url, get).await;

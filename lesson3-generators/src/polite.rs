@@ -21,6 +21,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::time::Instant;
 
 use shared::http::Response;
 use shared::polite::{Gate, Politeness, Turn};
@@ -107,6 +108,12 @@ impl Turns {
         }
     }
     // ANCHOR_END: wait
+
+    /// The turn of `url` if it needs no waiting (see
+    /// [`Politeness::ready`]): most URLs, which then need no task to wait in.
+    pub fn ready(&self, url: &Url, now: Instant) -> Option<Turn> {
+        self.polite.borrow_mut().ready(url, now)
+    }
 
     /// Whether the links of a page at `depth` are followed (`--max-depth`).
     pub fn follows_links_at(&self, depth: usize) -> bool {

@@ -138,7 +138,11 @@ impl Politeness {
     /// What to do with `url` now: see [`Gate`]. A `Fetch` answer has taken
     /// the host's slot and a page of `--max-pages`: the caller must fetch.
     pub fn gate(&mut self, url: &Url, now: Instant) -> Gate {
-        let host = host_key(url);
+        self.gate_host(url, host_key(url), now)
+    }
+
+    /// [`Politeness::gate`], with `url`'s host already known.
+    fn gate_host(&mut self, url: &Url, host: String, now: Instant) -> Gate {
         // The course fetches `http` only: an `https` URL fails as
         // unsupported without any request, so there is nothing to ask.
         if self.obey && url.scheme() == "http" {
@@ -179,6 +183,29 @@ impl Politeness {
         }
         Gate::Fetch {
             at: self.schedule.next_slot(&host, now),
+        }
+    }
+
+    /// [`Politeness::gate`]'s answer when it needs no waiting — fetch now, a
+    /// blocked URL, one past the page limit — as a [`Turn`]; `None`, with
+    /// nothing changed, when the URL must wait for its host's robots.txt or
+    /// a later slot (then ask `gate`, and wait the model's way). It spares
+    /// the usual URL, on a host whose rules are in and with no delay to
+    /// keep, the machinery of waiting.
+    pub fn ready(&mut self, url: &Url, now: Instant) -> Option<Turn> {
+        let host = host_key(url);
+        let rules_known = matches!(self.rules.get(&host), Some(Rules::Known(_)));
+        let needs_rules = self.obey && url.scheme() == "http" && !rules_known;
+        if needs_rules || self.schedule.peek_slot(&host, now) > now {
+            return None;
+        }
+        match self.gate_host(url, host, now) {
+            Gate::Fetch { .. } => Some(Turn::Fetch),
+            Gate::Blocked(stat) => Some(Turn::Blocked(stat)),
+            Gate::OverLimit => Some(Turn::Skip),
+            // Not with the host's rules known: `gate` asks for robots.txt
+            // only when they are not.
+            Gate::FetchRobots(_) | Gate::WaitForRobots => None,
         }
     }
 
@@ -412,6 +439,50 @@ mod tests {
             polite.gate(&url("http://a.test/"), now),
             Gate::Fetch { .. }
         ));
+    }
+
+    #[test]
+    fn ready_answers_only_what_needs_no_waiting_and_changes_nothing_else() {
+        let mut config = config();
+        config.max_pages = Some(2);
+        let mut polite = Politeness::new(&config);
+        let now = Instant::now();
+        // Rules not in yet: no answer, and the first `gate` still fetches them.
+        assert!(polite.ready(&url("http://a.test/1"), now).is_none());
+        learn(
+            &mut polite,
+            "http://a.test/",
+            Ok(response(200, &[], "User-agent: *\nDisallow: /no\n")),
+        );
+        let now = Instant::now();
+        assert!(matches!(
+            polite.ready(&url("http://a.test/1"), now),
+            Some(Turn::Fetch)
+        ));
+        assert!(matches!(
+            polite.ready(&url("http://a.test/no"), now),
+            Some(Turn::Blocked(_))
+        ));
+        assert!(matches!(
+            polite.ready(&url("http://a.test/2"), now),
+            Some(Turn::Fetch)
+        ));
+        assert!(matches!(
+            polite.ready(&url("http://a.test/3"), now),
+            Some(Turn::Skip)
+        ));
+
+        // A slot in the future: no answer, and the slot is not taken.
+        let mut config = self::config();
+        config.delay = Duration::from_secs(1);
+        let mut polite = Politeness::new(&config);
+        learn(&mut polite, "http://a.test/", Ok(response(404, &[], "")));
+        let now = Instant::now();
+        assert!(polite.ready(&url("http://a.test/1"), now).is_none());
+        let Gate::Fetch { at } = polite.gate(&url("http://a.test/1"), now) else {
+            panic!()
+        };
+        assert!(at > now, "the slot is a delay after robots.txt's");
     }
 
     #[test]

@@ -40,7 +40,7 @@
 
 use std::time::Duration;
 
-use url::Url;
+use url::{Position, Url};
 
 /// How much of a robots.txt is read: RFC 9309 asks for at least 500 KiB.
 pub const MAX_BYTES: usize = 500 * 1024;
@@ -216,18 +216,26 @@ impl Robots {
 
     /// Whether the crawler may fetch `url` (whose host these rules are for).
     pub fn allows(&self, url: &Url) -> bool {
-        let mut target = url.path().to_string();
-        if let Some(query) = url.query() {
-            target.push('?');
-            target.push_str(query);
-        }
+        // The path and query, as the request sends them.
+        let target = &url[Position::BeforePath..Position::AfterQuery];
         if target == "/robots.txt" {
             return true;
         }
         if self.deny_all {
             return false;
         }
-        let target = normalize(target.as_bytes());
+        if self.rules.is_empty() {
+            return true;
+        }
+        // Normalizing changes only escapes and bytes outside printable
+        // ASCII; most paths have neither, and are compared as they are.
+        let normalized;
+        let target = if target.bytes().all(|b| b != b'%' && b.is_ascii_graphic()) {
+            target.as_bytes()
+        } else {
+            normalized = normalize(target.as_bytes());
+            &normalized
+        };
         // The longest matching pattern decides; `Allow` wins a tie.
         let mut best: Option<(usize, bool)> = None;
         for rule in &self.rules {
@@ -235,7 +243,7 @@ impl Robots {
             if best.is_some_and(|(l, allow)| l > length || (l == length && allow)) {
                 continue;
             }
-            if matches(&rule.pattern, &target) {
+            if matches(&rule.pattern, target) {
                 best = Some((length, rule.allow));
             }
         }

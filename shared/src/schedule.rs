@@ -68,18 +68,28 @@ impl HostSchedule {
         own.map_or(self.delay, |own| own.max(self.delay))
     }
 
+    /// When the next fetch to `host` could start, asked at `now`, without
+    /// taking the slot.
+    pub fn peek_slot(&self, host: &str, now: Instant) -> Instant {
+        match self.hosts.get(host) {
+            Some((Some(last), _)) => now.max(*last + self.delay_for(host)),
+            _ => now,
+        }
+    }
+
     /// The start of the next fetch to `host`, asked at `now`: `now` if the
     /// host's delay has passed since its last start, else the moment it
     /// will have. The slot is taken by the asking: the next caller gets the
     /// one after it.
     pub fn next_slot(&mut self, host: &str, now: Instant) -> Instant {
-        let delay = self.delay_for(host);
-        let (last, _) = self.hosts.entry(host.to_string()).or_default();
-        let slot = match *last {
-            Some(last) => now.max(last + delay),
-            None => now,
-        };
-        *last = Some(slot);
+        let slot = self.peek_slot(host, now);
+        // The host's entry is made once; every later slot only updates it.
+        match self.hosts.get_mut(host) {
+            Some((last, _)) => *last = Some(slot),
+            None => {
+                self.hosts.insert(host.to_string(), (Some(slot), None));
+            }
+        }
         slot
     }
 }
