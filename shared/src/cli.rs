@@ -441,10 +441,11 @@ fn parse_count(typed: &str, value: &str, min: usize) -> Result<usize, UsageError
     Ok(n)
 }
 
-/// Seconds as a decimal, greater than 0 and at most [`MAX_TIMEOUT_SECS`].
-/// `f64::from_str` also accepts `inf` and `NaN`, so finiteness is checked
-/// here rather than left to `Duration`, which would panic on them.
-fn parse_timeout(typed: &str, value: &str) -> Result<Duration, UsageError> {
+/// Seconds as a decimal, at most [`MAX_TIMEOUT_SECS`] (so `Instant +` the
+/// duration cannot overflow). `f64::from_str` also accepts `inf` and `NaN`,
+/// so finiteness is checked here rather than left to `Duration`, which
+/// would panic on them.
+fn parse_seconds(typed: &str, value: &str) -> Result<f64, UsageError> {
     let secs = value
         .parse::<f64>()
         .ok()
@@ -461,9 +462,14 @@ fn parse_timeout(typed: &str, value: &str) -> Result<Duration, UsageError> {
             quote(value)
         )));
     }
+    Ok(secs)
+}
+
+/// `--timeout`: seconds, greater than 0.
+fn parse_timeout(typed: &str, value: &str) -> Result<Duration, UsageError> {
     // `1e-12` is greater than 0 but rounds to a zero `Duration`: refuse
     // whatever would make every fetch time out before it starts.
-    let timeout = Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO);
+    let timeout = Duration::try_from_secs_f64(parse_seconds(typed, value)?).unwrap_or_default();
     if timeout.is_zero() {
         return Err(usage(format!(
             "{typed} must be greater than 0, got {}",
@@ -491,26 +497,16 @@ fn parse_product_token(typed: &str, value: &str) -> Result<String, UsageError> {
     }
 }
 
-/// `--delay`: seconds as a decimal, 0 or more, at most a day (as `--timeout`,
-/// so `Instant + delay` cannot overflow).
+/// `--delay`: seconds, 0 or more.
 fn parse_delay(typed: &str, value: &str) -> Result<Duration, UsageError> {
-    let secs = value
-        .parse::<f64>()
-        .ok()
-        .filter(|secs| secs.is_finite() && *secs >= 0.0)
-        .ok_or_else(|| {
-            usage(format!(
-                "{typed} expects a number of seconds, 0 or more, got {}",
-                quote(value)
-            ))
-        })?;
-    if secs > MAX_TIMEOUT_SECS {
+    let secs = parse_seconds(typed, value)?;
+    if secs < 0.0 {
         return Err(usage(format!(
-            "{typed} must be at most {MAX_TIMEOUT_SECS} seconds, got {}",
+            "{typed} must be 0 or more, got {}",
             quote(value)
         )));
     }
-    Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO))
+    Ok(Duration::try_from_secs_f64(secs).unwrap_or_default())
 }
 
 /// Compile `--exclude` now, so a typo is a usage error before any fetch.
