@@ -140,12 +140,15 @@ impl Crawler {
     /// Returns at once: the tutorial's `Fetcher(url).fetch()`.
     pub fn fetch(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
         self.urls_todo.insert(url.clone());
+        // The URL's turn first. Most URLs have it at once; the others wait
+        // for a callback (with no socket, so outside the budget).
+        if let Some(turn) = self.turns.ready(&url, event_loop.time()) {
+            return self.take_turn(event_loop, url, depth, turn);
+        }
         let Some(crawler) = self.this.upgrade() else {
             return;
         };
         let (turns, task_loop) = (Rc::clone(&self.turns), event_loop.clone());
-        // The URL's turn first (with no socket, so outside the socket
-        // budget): `done` is called back when it has come.
         let target = url.clone();
         let done = move |turn| {
             crawler

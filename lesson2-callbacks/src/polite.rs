@@ -19,6 +19,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::Instant;
 
 use shared::http::Response;
 use shared::polite::{Gate, Politeness, RobotsFetch, Turn};
@@ -142,6 +143,12 @@ impl Turns {
         }
     }
     // ANCHOR_END: wait
+
+    /// The turn of `url` if it needs no waiting (see
+    /// [`Politeness::ready`]): most URLs, which then need no callback.
+    pub fn ready(&self, url: &Url, now: Instant) -> Option<Turn> {
+        self.polite.borrow_mut().ready(url, now)
+    }
 
     /// Whether the links of a page at `depth` are followed (`--max-depth`).
     pub fn follows_links_at(&self, depth: usize) -> bool {
