@@ -90,9 +90,9 @@ impl Turns {
     }
     // ANCHOR_END: wait
 
-    /// Whether the links of a page at `depth` are followed (`--max-depth`).
-    pub fn follows_links_at(&self, depth: usize) -> bool {
-        self.lock().follows_links_at(depth)
+    /// The links of a page at `depth` that are followed (`--max-depth`).
+    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+        self.lock().links_at(depth, links)
     }
 
     /// The rules, even if a thread panicked while holding them.

@@ -291,11 +291,7 @@ impl Crawler {
                 } = page::analyze(&url, &response, &self.policy, &self.log);
                 // `--max-depth`: the links of a page at the last depth are
                 // counted on its line but not fetched.
-                let links = if self.turns.follows_links_at(depth) {
-                    links
-                } else {
-                    Vec::new()
-                };
+                let links = self.turns.links_at(depth, links);
                 let is_new = self.add_urls(event_loop, &links, depth + 1);
                 stat.num_new_urls = is_new.iter().filter(|&&new| new).count();
                 self.log_queued(&url, &links, &is_new);

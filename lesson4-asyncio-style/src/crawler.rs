@@ -283,9 +283,8 @@ impl Crawler {
             } else {
                 // `--max-depth`: the links of a page at the last depth are
                 // counted on its line, not queued.
-                if self.turns.follows_links_at(depth) {
-                    stat.num_new_urls = self.add_links(url, links, depth + 1);
-                }
+                let links = self.turns.links_at(depth, links);
+                stat.num_new_urls = self.add_links(url, links, depth + 1);
                 trace::end(&stat);
                 self.record_statistic(stat);
             }

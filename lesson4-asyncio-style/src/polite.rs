@@ -110,9 +110,9 @@ impl Turns {
     }
     // ANCHOR_END: wait
 
-    /// Whether the links of a page at `depth` are followed (`--max-depth`).
-    pub fn follows_links_at(&self, depth: usize) -> bool {
-        self.polite.borrow().follows_links_at(depth)
+    /// The links of a page at `depth` that are followed (`--max-depth`).
+    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+        self.polite.borrow().links_at(depth, links)
     }
 
     /// URLs `--max-pages` left unfetched (for the report's `Todo`).

@@ -287,9 +287,15 @@ impl Politeness {
         None
     }
 
-    /// Whether the links of a page at `depth` (roots are 0) are followed.
-    pub fn follows_links_at(&self, depth: usize) -> bool {
-        self.limits.follows_links_at(depth)
+    /// The links of a page at `depth` (roots are 0) that are followed: all
+    /// of them, or none past `--max-depth` (they are still counted on the
+    /// page's line, as `TOTAL`).
+    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+        if self.limits.follows_links_at(depth) {
+            links
+        } else {
+            Vec::new()
+        }
     }
 
     /// URLs not fetched because `--max-pages` were started: they belong in

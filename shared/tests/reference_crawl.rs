@@ -104,11 +104,7 @@ fn reference_crawl(config: &Config) -> anyhow::Result<CrawlReport> {
             Ok(response) => {
                 let analysis = analyze(&url, &response, &policy, &config.log);
                 let mut stat = analysis.stat;
-                let links = if polite.follows_links_at(depth) {
-                    analysis.links
-                } else {
-                    Vec::new()
-                };
+                let links = polite.links_at(depth, analysis.links);
                 for link in links {
                     if seen.insert(link.clone()) {
                         stat.num_new_urls += 1;
