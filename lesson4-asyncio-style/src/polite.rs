@@ -13,6 +13,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::time::Instant;
 
 use shared::http::Response;
 use shared::polite::{Gate, Politeness, Turn};
@@ -109,6 +110,12 @@ impl Turns {
         }
     }
     // ANCHOR_END: wait
+
+    /// The turn of `url` if it needs no waiting (see
+    /// [`Politeness::ready`]): most URLs, which then need no task to wait in.
+    pub fn ready(&self, url: &Url, now: Instant) -> Option<Turn> {
+        self.polite.borrow_mut().ready(url, now)
+    }
 
     /// The links of a page at `depth` that are followed (`--max-depth`).
     pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {

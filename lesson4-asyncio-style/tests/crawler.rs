@@ -190,6 +190,35 @@ fn one_task_fetches_one_url_at_a_time() {
     assert_eq!(server.connections(), 2);
 }
 
+/// `--delay` on two hosts with two workers: host a's eight pages are
+/// queued before host b's three (b's root answers later), and each URL must
+/// wait for its host's slot. A worker that slept until a's slots came would
+/// keep b's pages in the queue behind all of a's; waiting aside, b's pages
+/// go at b's own pace and b is done long before a.
+#[test]
+fn a_url_waiting_for_its_hosts_slot_holds_no_worker() {
+    let a = TestServer::start(slow_fanout(8, Duration::ZERO));
+    let b = TestServer::start(
+        slow_fanout(3, Duration::ZERO).route(
+            "/",
+            Route::html(r#"<a href="/p0">0</a> <a href="/p1">1</a> <a href="/p2">2</a>"#)
+                .delay(Duration::from_millis(50)),
+        ),
+    );
+    let mut config = config(&a, "/");
+    config.roots.push(b.url("/"));
+    config.max_tasks = 2;
+    config.delay = Duration::from_millis(100);
+    let report = run(&config);
+    assert_eq!(report.stats.len(), 1 + 8 + 1 + 3);
+    let last = |server: &TestServer| server.requests().last().map(|r| r.received);
+    assert!(
+        last(&b) < last(&a),
+        "host b's pages waited behind host a's:\n{}",
+        report.render()
+    );
+}
+
 #[test]
 fn max_tries_retries_network_errors_until_success() {
     // The root's connection is new, so each dropped request is a real
