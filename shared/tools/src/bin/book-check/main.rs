@@ -515,6 +515,76 @@ fn table_cell(page: &str, row: &str, column: &str) -> Option<String> {
         })
 }
 
+/// A number with a unit (after a space) or a ratio or share (`×`, `%` right
+/// after it): a figure, measured unless it is round (see [`is_round`]).
+static MEASURED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"([0-9][0-9,]*(?:\.[0-9]+)?)(?:(?:\s|&nbsp;|\u{a0})(ns|µs|ms|s|KiB|MiB|GiB|B|kB|MB|GB|TB|Gbit/s|MB/s|GB/s)|(%|×))",
+    )
+    .expect("constant regex")
+});
+
+/// The marker for figures that are not quoted from a table (derived from
+/// others by arithmetic, a fact of the machine, a measurement of code the
+/// course no longer has), with the reason after the colon. It covers the
+/// rest of its paragraph or table.
+const NOT_FROM_A_TABLE: &str = "<!-- not from a table:";
+
+/// Whether `number` is round enough to be a chosen constant rather than a
+/// measurement: a power of two or one significant digit (`16`, `100`, `3`).
+fn is_round(number: &str) -> bool {
+    if number.contains('.') {
+        return false;
+    }
+    let Ok(n) = number.replace(',', "").parse::<u64>() else {
+        return false;
+    };
+    n.is_power_of_two() || n == 0 || n.to_string().trim_end_matches('0').len() == 1
+}
+
+impl Checker<'_> {
+    /// Refuses a figure in prose that looks measured but is neither quoted
+    /// from a generated table (a `<!-- from … -->` marker right before it,
+    /// checked by [`Checker::check_figures`]) nor under a
+    /// [`NOT_FROM_A_TABLE`] marker: a rerun of the benchmarks would leave it
+    /// stale, or two chapters would quote one quantity two ways.
+    fn check_unmarked_figures(&mut self, page: &Path, text: &str) {
+        // Each exemption runs from its marker to the end of its block.
+        let exempt: Vec<std::ops::Range<usize>> = text
+            .match_indices(NOT_FROM_A_TABLE)
+            .map(|(at, _)| at..text[at..].find("\n\n").map_or(text.len(), |end| at + end))
+            .collect();
+        for range in markdown::prose_ranges(text) {
+            for cap in MEASURED.captures_iter(&text[range.clone()]) {
+                let (Some(whole), Some(number)) = (cap.get(0), cap.get(1)) else {
+                    continue;
+                };
+                let at = range.start + whole.start();
+                let after = text[range.start + whole.end()..].chars().next();
+                let before = text[..at].chars().next_back();
+                // Part of a longer word or number (`x1.5`, `404s`, `1.5ms2`).
+                if before.is_some_and(|c| c.is_alphanumeric() || ".,/#-".contains(c))
+                    || after.is_some_and(|c| c.is_alphanumeric() || c == '/')
+                {
+                    continue;
+                }
+                let marked = text[..at].trim_end_matches(['*', ' ']).ends_with("-->");
+                if marked || is_round(number.as_str()) || exempt.iter().any(|e| e.contains(&at)) {
+                    continue;
+                }
+                let line = text[..at].matches('\n').count() + 1;
+                let message = format!(
+                    "figure `{}` looks measured: quote it from a generated table \
+                     (`<!-- from FILE, ROW, COLUMN -->`) or say why it is not one \
+                     (`{NOT_FROM_A_TABLE} … -->`)",
+                    whole.as_str()
+                );
+                self.problem(page, line, message);
+            }
+        }
+    }
+}
+
 impl Checker<'_> {
     /// Checks every marked figure of a page against its table: the figure
     /// must be the table's value, rounded to the decimals the prose shows.
@@ -680,6 +750,7 @@ fn check_book(root: &Path) -> Result<Outcome> {
         if !page.starts_with(&generated) {
             checker.check_code_names(page, text, &code);
             checker.check_figures(page, text);
+            checker.check_unmarked_figures(page, text);
         }
     }
 
@@ -1030,6 +1101,36 @@ mod tests {
                 "`0.26` from speed.md (baseline, median time) is 0.25",
             ],
         );
+    }
+
+    #[test]
+    fn a_measured_figure_in_prose_must_be_quoted_from_a_table_or_say_why_not() {
+        let dir = sound_book("unmarked-figures");
+        dir.write(
+            "docs/src/generated/bench/speed.md",
+            "| crawler | median time | × baseline |\n|---|---:|---:|\n\
+             | lesson 4 | 0.391 s | 1.54× |\n",
+        );
+        dir.write(
+            "docs/src/introduction.md",
+            "# Introduction\n\n![a chart](img/chart.svg)\n\n{{#include generated/bench/speed.md}}\n\n\
+             Lesson 4 took <!-- from speed.md, lesson 4, median time -->0.39 s, about 39 µs a page,\n\
+             **<!-- from speed.md, lesson 4, × baseline -->1.54×** the baseline; its CPU, 0.40 s.\n\n\
+             A fetch waiting costs 448 B; pages of 16 KiB, 100 ms apart, 3× the load, 1,000 URLs.\n\n\
+             In code, `0.40 s` and\n\n```text\nreal 0.40 s\n```\n\n\
+             <!-- not from a table: arithmetic -->\n10⁹ pages are 1.5 Gbit/s, 1.2 GB.\n\n\
+             After the block again: 26 KiB.\n\n\
+             - a list item whose second line starts with a marker:\n  \
+             <!-- from speed.md, lesson 4, median time -->0.39 s, or 39 µs a page.\n",
+        );
+        let found = problems(&dir);
+        let figures: Vec<&str> = found.iter().filter_map(|p| p.split('`').nth(1)).collect();
+        assert_eq!(
+            figures,
+            ["39 µs", "0.40 s", "448 B", "26 KiB", "39 µs"],
+            "{found:#?}"
+        );
+        assert!(found[0].contains("introduction.md:7"), "{found:#?}");
     }
 
     #[test]

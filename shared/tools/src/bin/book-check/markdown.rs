@@ -159,6 +159,34 @@ pub fn code_spans(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Where the prose of `text` is: the byte ranges of its text outside code
+/// blocks and code spans, and of raw HTML outside its tags and comments (a
+/// line that starts with a comment is an HTML block, and the words after
+/// the comment are still shown).
+pub fn prose_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    static MARKUP: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?s)<!--.*?-->|<[^>]*>").expect("constant regex"));
+    let mut in_code_block = false;
+    let mut out = Vec::new();
+    for (event, range) in Parser::new_ext(text, options(false)).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => in_code_block = true,
+            Event::End(TagEnd::CodeBlock) => in_code_block = false,
+            Event::Text(_) if !in_code_block => out.push(range),
+            Event::Html(_) | Event::InlineHtml(_) if !in_code_block => {
+                let mut at = range.start;
+                for markup in MARKUP.find_iter(&text[range.clone()]) {
+                    out.push(at..range.start + markup.start());
+                    at = range.start + markup.end();
+                }
+                out.push(at..range.end);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The lines of fenced code blocks that start with `$ `: a command and
 /// what it printed, typed into the page.
 pub fn transcript_lines(text: &str) -> Vec<usize> {
