@@ -45,7 +45,7 @@
 //!   compiler keeps room for both copies for as long as the coroutine
 //!   lives. The block uses the arguments where they are. It is the same
 //!   coroutine, one to three words smaller at each level: about 80 bytes
-//!   in all, of the 440 that a waiting fetch's coroutine now takes.
+//!   in all, of the 480 that a waiting fetch's coroutine now takes.
 
 use std::cell::Cell;
 use std::future::Future;

@@ -519,7 +519,7 @@ fn table_cell(page: &str, row: &str, column: &str) -> Option<String> {
 /// after it): a figure, measured unless it is round (see [`is_round`]).
 static MEASURED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"([0-9][0-9,]*(?:\.[0-9]+)?)(?:(?:\s|&nbsp;|\u{a0})(ns|µs|ms|s|KiB|MiB|GiB|B|kB|MB|GB|TB|Gbit/s|MB/s|GB/s)|(%|×))",
+        r"([0-9][0-9,]*(?:\.[0-9]+)?)(?:(?:\s|&nbsp;|\u{a0})(ns|µs|ms|s|KiB|MiB|GiB|B|bytes|bits|kB|MB|GB|TB|Gbit/s|MB/s|GB/s)|(%|×))",
     )
     .expect("constant regex")
 });
