@@ -259,9 +259,13 @@ impl Crawler {
         self.log.info(report::line(&stat));
         let mut done = self.done.lock().expect("done lock poisoned");
         done.push(stat);
-        let queued = || self.seen_count().saturating_sub(done.len());
+        // Queued: known, not finished, not in flight and not left by
+        // `--max-pages` (waiting for a thread, a socket or its turn).
+        let in_flight = || self.in_flight.now();
+        let left = || done.len() + in_flight() + self.turns.over_limit();
+        let queued = || self.seen_count().saturating_sub(left());
         self.log
-            .progress(|| Progress::of(&done, self.in_flight.now(), queued()));
+            .progress(|| Progress::of(&done, in_flight(), queued()));
     }
 
     /// How many URLs have been seen (queued at some time).

@@ -95,6 +95,11 @@ impl Turns {
         self.lock().links_at(depth, links)
     }
 
+    /// URLs `--max-pages` left unfetched.
+    pub fn over_limit(&self) -> usize {
+        self.lock().over_limit()
+    }
+
     /// The rules, even if a thread panicked while holding them.
     fn lock(&self) -> MutexGuard<'_, Politeness> {
         self.polite.lock().unwrap_or_else(|e| e.into_inner())

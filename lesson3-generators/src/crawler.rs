@@ -368,7 +368,9 @@ impl Crawler {
         self.log.info(report::line(&stat));
         self.done.push(stat);
         let in_flight = self.in_flight.now();
-        let queued = self.urls_todo.len().saturating_sub(in_flight);
+        // Queued: not finished and not in flight (this URL is still in
+        // `urls_todo` until `finished`).
+        let queued = self.urls_todo.len().saturating_sub(in_flight + 1);
         self.log
             .progress(|| Progress::of(&self.done, in_flight, queued));
     }

@@ -1309,6 +1309,33 @@ pub fn status_line_on_a_terminal(program: &str) {
         "per-URL lines on a terminal: {before:?}"
     );
 
+    // Every lesson counts alike: with a delay, nothing is in flight when
+    // the root's line is done, and all it queued is waiting.
+    let command = format!("{} --demo --delay 0.2 --max-pages 3", shell_quote(program));
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script(1) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let root_new = text
+        .lines()
+        .find_map(|line| {
+            let line = line.trim();
+            let (url, rest) = line.split_once(' ')?;
+            let path = url.strip_prefix("http://")?.split_once('/')?.1;
+            let new = rest
+                .strip_prefix("200 ")?
+                .rsplit(' ')
+                .next()?
+                .split_once('/')?
+                .0;
+            (path.is_empty()).then(|| new.to_string())
+        })
+        .unwrap_or_else(|| panic!("no root line in {text:?}"));
+    let first = format!("\rdone 1 · in flight 0 · queued {root_new} · ");
+    assert!(text.contains(&first), "{first:?} not in {text:?}");
+
     let piped = std::process::Command::new(program)
         .arg("--demo")
         .output()
