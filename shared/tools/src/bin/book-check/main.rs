@@ -549,6 +549,16 @@ impl Checker<'_> {
     /// [`NOT_FROM_A_TABLE`] marker: a rerun of the benchmarks would leave it
     /// stale, or two chapters would quote one quantity two ways.
     fn check_unmarked_figures(&mut self, page: &Path, text: &str) {
+        for line in markdown::text_after_a_leading_comment(text) {
+            self.problem(
+                page,
+                line,
+                "a line that starts with a comment is raw HTML to Markdown: the text \
+                 after it loses its formatting and its space; put the comment after \
+                 the line's first word"
+                    .to_string(),
+            );
+        }
         // Each exemption runs from its marker to the end of its block.
         let exempt: Vec<std::ops::Range<usize>> = text
             .match_indices(NOT_FROM_A_TABLE)
@@ -1088,9 +1098,9 @@ mod tests {
             "docs/src/introduction.md",
             "# Introduction\n\nLesson 4 took <!-- from speed.md, lesson 4, median time -->0.39 s,\n\
              **<!-- from speed.md, lesson 4, × baseline -->1.54×**, with\n\
-             <!-- from speed.md, lesson 4, SYNs dropped -->1,933 drops; the baseline\n\
-             <!-- from speed.md, baseline, median time -->0.26 s. Per URL, a second table:\n\
-             <!-- from speed.md, lesson 4, user space#2 -->17.5 µs and <!-- from speed.md, lesson 4, kernel -->0.09 s.\n\n\
+             some <!-- from speed.md, lesson 4, SYNs dropped -->1,933 drops; the baseline\n\
+             took <!-- from speed.md, baseline, median time -->0.26 s. Per URL, a second table:\n\
+             user <!-- from speed.md, lesson 4, user space#2 -->17.5 µs and <!-- from speed.md, lesson 4, kernel -->0.09 s.\n\n\
              ![a chart](img/chart.svg)\n\n\
              {{#include generated/bench/speed.md}}\n",
         );
@@ -1131,6 +1141,10 @@ mod tests {
             "{found:#?}"
         );
         assert!(found[0].contains("introduction.md:7"), "{found:#?}");
+        // The list line that starts with its marker is raw HTML to Markdown.
+        let raw: Vec<&String> = found.iter().filter(|p| p.contains("raw HTML")).collect();
+        assert_eq!(raw.len(), 1, "{found:#?}");
+        assert!(raw[0].contains("introduction.md:24"), "{raw:?}");
     }
 
     #[test]

@@ -187,6 +187,24 @@ pub fn prose_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// The lines where a comment starts a line and text follows it on that
+/// line. Markdown reads such a line as an HTML block: the text after the
+/// comment is shown raw (no code, no emphasis, no links) and is glued to
+/// the line before it without a space.
+pub fn text_after_a_leading_comment(text: &str) -> Vec<usize> {
+    Parser::new_ext(text, options(false))
+        .into_offset_iter()
+        .filter_map(|(event, range)| match event {
+            Event::Html(html) if html.trim_start().starts_with("<!--") => {
+                let after = html.split_once("-->")?.1;
+                let first_line = after.lines().next().unwrap_or("");
+                (!first_line.trim().is_empty()).then(|| line_of(text, range.start))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The lines of fenced code blocks that start with `$ `: a command and
 /// what it printed, typed into the page.
 pub fn transcript_lines(text: &str) -> Vec<usize> {
