@@ -1310,8 +1310,10 @@ pub fn status_line_on_a_terminal(program: &str) {
     );
 
     // Every lesson counts alike: with a delay, nothing is in flight when
-    // the root's line is done, and all it queued is waiting.
-    let command = format!("{} --demo --delay 0.2 --max-pages 3", shell_quote(program));
+    // the root's line is done, and all it queued is waiting. (No
+    // `--max-pages`: lesson 1's other threads may refuse links over the
+    // limit before the root's line is drawn, or after.)
+    let command = format!("{} --demo --delay 0.25 --max-depth 1", shell_quote(program));
     let out = std::process::Command::new("script")
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .stdin(std::process::Stdio::null())
