@@ -259,13 +259,14 @@ impl Crawler {
         self.log.info(report::line(&stat));
         let mut done = self.done.lock().expect("done lock poisoned");
         done.push(stat);
-        // Queued: known, not finished, not in flight and not left by
-        // `--max-pages` (waiting for a thread, a socket or its turn).
-        let in_flight = || self.in_flight.now();
-        let left = || done.len() + in_flight() + self.turns.over_limit();
-        let queued = || self.seen_count().saturating_sub(left());
-        self.log
-            .progress(|| Progress::of(&done, in_flight(), queued()));
+        // Counted only when the line is redrawn. Queued: known, not
+        // finished, not in flight and not left by `--max-pages` (waiting for
+        // a thread, a socket or its turn).
+        self.log.progress(|| {
+            let in_flight = self.in_flight.now();
+            let left = done.len() + in_flight + self.turns.over_limit();
+            Progress::of(&done, in_flight, self.seen_count().saturating_sub(left))
+        });
     }
 
     /// How many URLs have been seen (queued at some time).

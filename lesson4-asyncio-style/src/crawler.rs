@@ -184,9 +184,10 @@ impl Crawler {
                 // bytes, and a local that lived on across the fetch's
                 // `.await` would be kept in every waiting worker.
                 let its_turn = {
-                    let turn = match turn_given {
-                        true => Some(Turn::Fetch),
-                        false => self.turns.ready(&url, get_running_loop().time()),
+                    let turn = if turn_given {
+                        Some(Turn::Fetch)
+                    } else {
+                        self.turns.ready(&url, get_running_loop().time())
                     };
                     match turn {
                         Some(Turn::Fetch) => true,
