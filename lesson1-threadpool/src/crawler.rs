@@ -36,7 +36,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use shared::http::{Limits, Response};
-use shared::links::{self, UrlPolicy};
+use shared::links::{self, Link, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
@@ -80,7 +80,7 @@ pub struct Crawler {
     /// process, and that matters here: the pages choose these URLs, and a
     /// hash they could predict would let a hostile site send links that all
     /// land in one bucket, making every look-up slow (hash flooding).
-    seen_urls: Mutex<HashSet<Url>>,
+    seen_urls: Mutex<HashSet<Link>>,
     /// One statistic per finished URL, in the order they finished.
     done: Mutex<Vec<FetchStatistic>>,
     /// Fetches in flight now, and the most at once; where a fetch waits for
@@ -101,7 +101,7 @@ impl Crawler {
         let roots = links::normalize_roots(&config.roots)?;
         Ok(Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
-            seen_urls: Mutex::new(roots.iter().cloned().collect()),
+            seen_urls: Mutex::new(roots.iter().cloned().map(Link::from).collect()),
             roots,
             resolver: Resolver::new(),
             timeout: config.timeout,
@@ -205,31 +205,32 @@ impl Crawler {
     }
 
     // ANCHOR: add_urls
-    /// Mark each of `urls` seen and queue it at `depth`, unless a thread
+    /// Mark each of `links` seen and queue it at `depth`, unless a thread
     /// already did. Says, for each, whether it was new: the page's
     /// `num_new_urls`.
     pub fn add_urls(
         &self,
         urls_todo: &Queue<(Url, usize)>,
-        urls: &[Url],
+        links: &[Link],
         depth: usize,
     ) -> Vec<bool> {
         // Poisoned only if a thread panicked while holding it, and the crawl
         // is then being stopped by that panic anyway (see `pool.rs`).
         let mut seen_urls = self.seen_urls.lock().expect("seen_urls lock poisoned");
-        urls.iter()
-            .map(|url| {
+        links
+            .iter()
+            .map(|link| {
                 // `insert` is the check and the change in one step, under
                 // one locking: `false` when the URL was already there. That
                 // is what makes "new" mean new to the whole crawl.
-                let is_new = seen_urls.insert(url.clone());
+                let is_new = seen_urls.insert(link.clone());
                 if is_new {
                     // Queued with the lock still held, as the tutorial does.
                     // (Queuing after the unlock would be correct too: only
                     // the one thread whose `insert` said "new" queues it.)
                     // `put` fails only once the queue has been shut down,
                     // which happens while a panic is stopping the crawl.
-                    let _ = urls_todo.put((url.clone(), depth));
+                    let _ = urls_todo.put((link.to_url(), depth));
                 }
                 is_new
             })
@@ -239,7 +240,7 @@ impl Crawler {
     // ANCHOR_END: add_urls
 
     /// The `-v` lines for a page's links, written after the lock is released.
-    fn log_queued(&self, url: &Url, links: &[Url], is_new: &[bool]) {
+    fn log_queued(&self, url: &Url, links: &[Link], is_new: &[bool]) {
         if !self.log.enabled(Level::Debug) {
             return;
         }

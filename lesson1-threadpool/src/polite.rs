@@ -19,6 +19,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use shared::http::Response;
+use shared::links::Link;
 use shared::polite::{Gate, Politeness, Turn};
 use shared::{Config, FetchError};
 use url::Url;
@@ -91,7 +92,7 @@ impl Turns {
     // ANCHOR_END: wait
 
     /// The links of a page at `depth` that are followed (`--max-depth`).
-    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+    pub fn links_at(&self, depth: usize, links: Vec<Link>) -> Vec<Link> {
         self.lock().links_at(depth, links)
     }
 

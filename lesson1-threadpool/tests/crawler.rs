@@ -2,6 +2,7 @@
 
 use lesson1_threadpool::crawler::*;
 use lesson1_threadpool::queue::Queue;
+use shared::links::Link;
 use shared::Config;
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -17,9 +18,9 @@ use url::Url;
 fn each_url_is_new_to_exactly_one_thread() {
     const THREADS: usize = 8;
     const URLS: usize = 2000;
-    let urls: Arc<Vec<Url>> = Arc::new(
+    let urls: Arc<Vec<Link>> = Arc::new(
         (0..URLS)
-            .map(|i| Url::parse(&format!("http://h/{i}")).unwrap())
+            .map(|i| Link::from(Url::parse(&format!("http://h/{i}")).unwrap()))
             .collect(),
     );
     for _round in 0..20 {
@@ -49,7 +50,7 @@ fn each_url_is_new_to_exactly_one_thread() {
         assert_eq!(new_total, URLS, "URLs that were new to some thread");
         assert_eq!(urls_todo.qsize(), URLS, "URLs queued");
         // And the root, seen from the start, is new to no one.
-        let root = Url::parse("http://h/").unwrap();
+        let root = Link::from(Url::parse("http://h/").unwrap());
         assert_eq!(crawler.add_urls(&urls_todo, &[root], 1), [false]);
     }
 }

@@ -37,7 +37,7 @@ use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use shared::http::Limits;
-use shared::links::{self, UrlPolicy};
+use shared::links::{self, Link, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
@@ -76,7 +76,7 @@ pub struct Crawler {
     trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
     /// the first time a page names it. No lock: see [`Crawler::add_urls`].
-    seen_urls: HashSet<Url>,
+    seen_urls: HashSet<Link>,
     /// URLs queued and not finished yet, fetching or waiting for a socket
     /// (the tutorial's `urls_todo`). The crawl is over when it is empty.
     urls_todo: HashSet<Url>,
@@ -109,7 +109,7 @@ impl Crawler {
         Ok(Rc::new_cyclic(|this| {
             RefCell::new(Crawler {
                 policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
-                seen_urls: roots.iter().cloned().collect(),
+                seen_urls: roots.iter().cloned().map(Link::from).collect(),
                 roots,
                 resolver: Rc::new(Resolver::new()),
                 timeout: config.timeout,
@@ -331,17 +331,18 @@ impl Crawler {
     // ANCHOR_END: fetched
 
     // ANCHOR: add_urls
-    /// Mark each of `urls` seen and start fetching it (at `depth`), unless
+    /// Mark each of `links` seen and start fetching it (at `depth`), unless
     /// it was seen before. Says, for each, whether it was new: the page's
     /// `num_new_urls`.
-    fn add_urls(&mut self, event_loop: &EventLoop, urls: &[Url], depth: usize) -> Vec<bool> {
-        urls.iter()
-            .map(|url| {
+    fn add_urls(&mut self, event_loop: &EventLoop, links: &[Link], depth: usize) -> Vec<bool> {
+        links
+            .iter()
+            .map(|link| {
                 // No lock: no other callback can run until this one returns,
                 // so between `insert` and `fetch` nobody can sneak in.
-                let is_new = self.seen_urls.insert(url.clone());
+                let is_new = self.seen_urls.insert(link.clone());
                 if is_new {
-                    self.fetch(event_loop, url.clone(), depth);
+                    self.fetch(event_loop, link.to_url(), depth);
                 }
                 is_new
             })
@@ -350,7 +351,7 @@ impl Crawler {
     // ANCHOR_END: add_urls
 
     /// The `-v` lines for a page's links.
-    fn log_queued(&self, url: &Url, links: &[Url], is_new: &[bool]) {
+    fn log_queued(&self, url: &Url, links: &[Link], is_new: &[bool]) {
         if !self.log.enabled(Level::Debug) {
             return;
         }

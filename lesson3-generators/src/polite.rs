@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use shared::http::Response;
+use shared::links::Link;
 use shared::polite::{Gate, Politeness, Turn};
 use shared::schedule::host_key;
 use shared::{Config, FetchError};
@@ -116,7 +117,7 @@ impl Turns {
     }
 
     /// The links of a page at `depth` that are followed (`--max-depth`).
-    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+    pub fn links_at(&self, depth: usize, links: Vec<Link>) -> Vec<Link> {
         self.polite.borrow().links_at(depth, links)
     }
 

@@ -44,7 +44,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use shared::http::Response;
-use shared::links::{self, UrlPolicy};
+use shared::links::{self, Link, UrlPolicy};
 use shared::log::Log;
 use shared::page::{self, Analysis};
 use shared::polite::Turn;
@@ -305,7 +305,7 @@ impl Crawler {
                 } else if max_redirect > 0 {
                     self.log
                         .info(format_args!("redirect to {next_url} from {url}"));
-                    self.add_url(next_url, max_redirect - 1, depth);
+                    self.add_url(next_url.to_url(), max_redirect - 1, depth);
                 } else {
                     self.log.error(format_args!(
                         "redirect limit reached for {next_url} from {url}"
@@ -325,25 +325,24 @@ impl Crawler {
     // ANCHOR_END: fetch
 
     // ANCHOR: add_links
-    /// Queue the links of `page` not seen before, at `depth`; how many that
-    /// was (`NEW`).
-    fn add_links(&self, page: &Url, links: Vec<Url>, depth: usize) -> usize {
+    /// Queue the links of `page` not seen before, at `depth`; returns how many (`NEW`).
+    fn add_links(&self, page: &Url, links: Vec<Link>, depth: usize) -> usize {
         let mut new = 0;
         for link in links {
+            // Most links are seen already: only a new one is parsed (`to_url`).
             if self.seen_urls.borrow().contains(link.as_str()) {
                 self.log
                     .debug(format_args!("skip {link} from {page}: already seen"));
             } else {
                 self.log.debug(format_args!("queue {link} from {page}"));
-                self.add_url(link, self.max_redirect, depth);
+                self.add_url(link.to_url(), self.max_redirect, depth);
                 new += 1;
             }
         }
         new
     }
 
-    /// Mark `url` seen and queue it with `max_redirect` redirects allowed,
-    /// at `depth`.
+    /// Mark `url` seen and queue it, with `max_redirect` redirects allowed, at `depth`.
     fn add_url(&self, url: Url, max_redirect: usize, depth: usize) {
         self.seen_urls.borrow_mut().insert(url.as_str().into());
         self.q.put_nowait((url, max_redirect, depth, false));

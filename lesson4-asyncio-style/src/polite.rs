@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use shared::http::Response;
+use shared::links::Link;
 use shared::polite::{Gate, Politeness, Turn};
 use shared::schedule::host_key;
 use shared::{Config, FetchError};
@@ -118,7 +119,7 @@ impl Turns {
     }
 
     /// The links of a page at `depth` that are followed (`--max-depth`).
-    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+    pub fn links_at(&self, depth: usize, links: Vec<Link>) -> Vec<Link> {
         self.polite.borrow().links_at(depth, links)
     }
 

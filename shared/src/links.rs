@@ -28,11 +28,17 @@
 //! decoding only runs on values that contain `&`, a value seen twice on a
 //! page is resolved once, and the page's sets use a hash cheaper than the
 //! default (see `PageHash` for why that is safe).
+//!
+//! A link comes out as a [`Link`], its URL as text, not as a parsed `Url`:
+//! the common relative paths (`page.html`, `../std/index.html`) are resolved
+//! to text by hand (`resolve_plain`, held to `Url::join` by the same tests
+//! and fuzzer), and a lesson parses a link ([`Link::to_url`]) only when its
+//! seen-set says it is new — most links a crawl meets are not.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use url::Url;
@@ -229,24 +235,22 @@ impl<'a> Finder<'a> {
                 self.next_block = body.len();
                 return None;
             };
+            // Both questions in one loop, over bytes loaded once.
             let mut hrefs = [0u8; BLOCK];
+            let mut bases = 0u8;
             for i in 0..BLOCK {
-                hrefs[i] = u8::from((fold(here[i]) == b'h') & (fold(third[i]) == b'f'));
+                let third = fold(third[i]);
+                hrefs[i] = u8::from((fold(here[i]) == b'h') & (third == b'f'));
+                bases |= u8::from((here[i] == b'<') & (third == b's'));
             }
             for (k, word) in hrefs.chunks_exact(8).enumerate() {
                 if let Ok(word) = <[u8; 8]>::try_from(word) {
                     self.candidates[k] = u64::from_le_bytes(word);
                 }
             }
-            if self.first_base.is_none() {
-                let mut bases = 0u8;
-                for i in 0..BLOCK {
-                    bases |= u8::from((here[i] == b'<') & (fold(third[i]) == b's'));
-                }
-                if bases != 0 {
-                    for i in pos..pos + BLOCK {
-                        self.note_base(i);
-                    }
+            if bases != 0 && self.first_base.is_none() {
+                for i in pos..pos + BLOCK {
+                    self.note_base(i);
                 }
             }
             self.block = pos;
@@ -256,7 +260,7 @@ impl<'a> Finder<'a> {
 }
 
 /// The regex's `\s` in bytes mode: `[\t\n\x0B\x0C\r ]`.
-fn is_space(b: u8) -> bool {
+const fn is_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
 }
 
@@ -269,52 +273,31 @@ fn skip_spaces(body: &[u8], mut from: usize) -> usize {
 }
 
 /// A byte the pattern's value `[^\s"'<>]` stops at.
-fn ends_value(b: u8) -> bool {
+const fn ends_value(b: u8) -> bool {
     is_space(b) || matches!(b, b'"' | b'\'' | b'<' | b'>')
 }
 
 /// Where the value that starts at `from` ends: the first byte at or after
 /// `from` that [`ends_value`], or the end of the body.
 ///
-/// Values are tens of bytes, and one byte at a time was a fifth of link
-/// finding. The same trick as [`Finder`]'s: the test for 16 bytes at
-/// once is a plain loop over a fixed-size array, which the compiler turns
-/// into vector compares, and only the block where the value ends is looked
-/// at byte by byte.
+/// Values are tens of bytes, so the loop is a plain one over a table of
+/// the 256 bytes (one load and one test a byte, no branches to mispredict
+/// but the last); a test of 16 bytes at a time was slower on values this
+/// short.
 fn value_end(body: &[u8], from: usize) -> usize {
-    const BLOCK: usize = 16;
-    let mut pos = from;
-    while let Some(Ok(block)) = body.get(pos..pos + BLOCK).map(<&[u8; BLOCK]>::try_from) {
-        let mut stops = [0u8; BLOCK];
-        for (stop, &b) in stops.iter_mut().zip(block) {
-            // `\t \n \v \f \r` are 9 to 13; the rest are compared one by one.
-            *stop = u8::from(
-                (b.wrapping_sub(9) < 5)
-                    | (b == b' ')
-                    | (b == b'"')
-                    | (b == b'\'')
-                    | (b == b'<')
-                    | (b == b'>'),
-            );
+    static ENDS: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            table[b] = ends_value(b as u8);
+            b += 1;
         }
-        // The lowest set byte of the two halves is the first stop.
-        let (Ok(low), Ok(high)) = (
-            <[u8; 8]>::try_from(&stops[..8]),
-            <[u8; 8]>::try_from(&stops[8..]),
-        ) else {
-            break;
-        };
-        let stops =
-            u128::from(u64::from_le_bytes(low)) | u128::from(u64::from_le_bytes(high)) << 64;
-        if stops != 0 {
-            return pos + (stops.trailing_zeros() / 8) as usize;
-        }
-        pos += BLOCK;
-    }
-    pos + body[pos..]
+        table
+    };
+    body[from..]
         .iter()
-        .position(|&b| ends_value(b))
-        .unwrap_or(body.len() - pos)
+        .position(|&b| ENDS[usize::from(b)])
+        .map_or(body.len(), |i| from + i)
 }
 
 /// An attribute value as text: lossily decoded (borrowed when it is valid
@@ -436,10 +419,218 @@ fn base_tags_from(body: &[u8], first: usize) -> impl Iterator<Item = (usize, &[u
         .map(move |value| (first + value.start(), value.as_bytes()))
 }
 
+/// A link found on a page: an absolute URL as text, exactly as the `url`
+/// crate writes it (`Url::as_str`), not yet parsed into a [`Url`].
+///
+/// Most links a crawl finds are already known to it (every page links to
+/// the same navigation), and for those the text is all the crawler needs:
+/// it is what the seen-set is checked against. Parsing a link into a `Url`
+/// is the expensive step of resolving it (the host is parsed and checked,
+/// the path re-encoded), so it is done only for a link new to the crawl,
+/// with [`Link::to_url`]. The common relative links (`page.html`,
+/// `../std/index.html`, `/about/`) are resolved to text by hand, which is
+/// a few string operations; anything else goes through `Url::join`, and
+/// then the `Url` is kept, so no link is parsed twice.
+#[derive(Debug, Clone)]
+pub struct Link(LinkKind);
+
+#[derive(Debug, Clone)]
+enum LinkKind {
+    /// Resolved by `Url::join`. (Boxed: a `Url` is four times the size of
+    /// the other kind, and most links are the other kind.)
+    Parsed(Box<Url>),
+    /// Resolved by hand against `base` ([`resolve_plain`]): the same scheme,
+    /// user, host and port, and a new path (from `path_start` in `text`).
+    OnBase {
+        text: String,
+        base: Arc<Url>,
+        path_start: usize,
+    },
+}
+
+impl Link {
+    /// The URL's text, as `Url::as_str` would give it.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            LinkKind::Parsed(url) => url.as_str(),
+            LinkKind::OnBase { text, .. } => text,
+        }
+    }
+
+    /// The scheme, lower case (`http`).
+    pub fn scheme(&self) -> &str {
+        match &self.0 {
+            LinkKind::Parsed(url) => url.scheme(),
+            LinkKind::OnBase { base, .. } => base.scheme(),
+        }
+    }
+
+    /// The host as `Url::host_str` gives it.
+    pub fn host_str(&self) -> Option<&str> {
+        match &self.0 {
+            LinkKind::Parsed(url) => url.host_str(),
+            LinkKind::OnBase { base, .. } => base.host_str(),
+        }
+    }
+
+    /// The link as a [`Url`], to be fetched: `Url::parse(link.as_str())`.
+    ///
+    /// A link resolved by hand is made from its base with the new path put
+    /// in, which cannot fail (a `Url`'s setters take any text), so this
+    /// returns a `Url`, not a `Result`. The tests check, for every link of
+    /// the generated site and the corpus of real pages, that it is the URL
+    /// the text parses to.
+    pub fn to_url(&self) -> Url {
+        match &self.0 {
+            LinkKind::Parsed(url) => Url::clone(url),
+            LinkKind::OnBase {
+                text,
+                base,
+                path_start,
+            } => {
+                let mut url = Url::clone(base);
+                url.set_path(&text[*path_start..]);
+                url.set_query(None);
+                url.set_fragment(None);
+                url
+            }
+        }
+    }
+}
+
+impl From<Url> for Link {
+    fn from(url: Url) -> Self {
+        Link(LinkKind::Parsed(Box::new(url)))
+    }
+}
+
+/// Two links are equal when their text is: the text is the URL.
+impl PartialEq for Link {
+    fn eq(&self, other: &Link) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Link {}
+
+/// Hashed as its text, so a set of links is a set of URLs.
+impl std::hash::Hash for Link {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl std::fmt::Display for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Link> for String {
+    fn from(link: Link) -> String {
+        match link.0 {
+            LinkKind::Parsed(url) => (*url).into(),
+            LinkKind::OnBase { text, .. } => text,
+        }
+    }
+}
+
+/// A byte a relative link may hold and still be resolved by hand: ASCII
+/// letters and digits, `-`, `.`, `_`, `~` and `/`. None of them needs
+/// percent-encoding in a path or means anything to the URL parser but `/`
+/// (a segment break) and `.` (in a `.` or `..` segment). What the others
+/// would bring (`%`-escapes, `:` that may start a scheme, `?` a query, `\`
+/// that a browser reads as `/`, `&` a character reference, anything not
+/// ASCII) is left to `Url::join`.
+const fn is_plain(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/')
+}
+
+/// [`is_plain`] for each of the 256 bytes: one load a byte.
+static PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = is_plain(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// `raw` resolved against `base` by hand, when both are simple enough for
+/// the URL Standard's rules to be a few lines: `base` is `http` or `https`,
+/// and `raw` is a non-empty path of [`is_plain`] bytes that does not start
+/// with `//` (that would name a host), alone or after the base's own
+/// `scheme://host:port` as the base writes it. The result is the text `Url::join`
+/// would give, and where its path starts; `None` leaves `raw` to `join`.
+///
+/// The rules, for such a path: one that starts with `/` replaces the
+/// base's path; any other replaces the base's last segment. Then, segment
+/// by segment, `.` is dropped and `..` drops the segment before it (never
+/// past the root); either of them last leaves the path ending in `/`. The
+/// base's query is dropped, its scheme, user, host and port are kept.
+fn resolve_plain(base: &Url, raw: &[u8]) -> Option<(String, usize)> {
+    if !matches!(base.scheme(), "http" | "https") {
+        return None;
+    }
+    let before_path = &base[..url::Position::BeforePath];
+    // An absolute link to the base's own site, written as `Url` would
+    // write it (`http://localhost:3000/a`): its path is all that is new.
+    let raw = match raw.strip_prefix(before_path.as_bytes()) {
+        Some(b"") => &b"/"[..],
+        Some(path) if path.starts_with(b"/") => path,
+        _ => raw,
+    };
+    if raw.is_empty() || raw.starts_with(b"//") || !raw.iter().all(|&b| PLAIN[usize::from(b)]) {
+        return None;
+    }
+    let raw = std::str::from_utf8(raw).ok()?;
+    let mut text = String::with_capacity(before_path.len() + base.path().len() + raw.len());
+    text.push_str(before_path);
+    let path_start = text.len();
+    let segments = match raw.strip_prefix('/') {
+        Some(absolute) => absolute,
+        None => {
+            // The base's path without its last segment: `/a/b` gives `/a`,
+            // `/` gives nothing. An `http` URL's path always starts with `/`.
+            let path = base.path();
+            text.push_str(&path[..path.rfind('/').unwrap_or(0)]);
+            raw
+        }
+    };
+    let mut rest = Some(segments);
+    while let Some(segments) = rest {
+        // Segments are a few bytes: a plain loop finds the `/` sooner than
+        // a search built for long texts.
+        let (segment, after) = match segments.bytes().position(|b| b == b'/') {
+            Some(slash) => (&segments[..slash], Some(&segments[slash + 1..])),
+            None => (segments, None),
+        };
+        rest = after;
+        let last = rest.is_none();
+        match segment {
+            "." => {}
+            ".." => {
+                let parent = text[path_start..].rfind('/').unwrap_or(0);
+                text.truncate(path_start + parent);
+            }
+            _ => {
+                text.push('/');
+                text.push_str(segment);
+                continue;
+            }
+        }
+        if last {
+            text.push('/');
+        }
+    }
+    Some((text, path_start))
+}
+
 /// Every link of the page, resolved against its `<base href>` or `page_url`,
 /// fragment dropped, distinct, in first-seen order. Values that do not parse
 /// as URLs are dropped.
-pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Url> {
+pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Link> {
     // One pass finds the values and the first `<base`; the tags are read
     // from there (most pages have none, and then nothing more is read).
     let mut found = raw_hrefs(body);
@@ -457,6 +648,9 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Url> {
         .and_then(|&(_, raw)| page_url.join(&decode_value(raw)).ok())
         .filter(|base| !base.cannot_be_a_base());
     let base = base.as_ref().unwrap_or(page_url);
+    // Links resolved by hand share the base (see `Link::to_url`): one copy
+    // of it for the page, made when the first such link is found.
+    let mut shared_base: Option<Arc<Url>> = None;
     // The search finds the `href` of a `<base>` tag too, but a base is where
     // links resolve from, not a link: those values are passed over. Both lists
     // are in document order, so one walk along `base_tags` does it.
@@ -488,6 +682,15 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Url> {
         if !seen_values.insert(raw) {
             continue;
         }
+        if let Some((text, path_start)) = resolve_plain(base, raw) {
+            let base = shared_base.get_or_insert_with(|| Arc::new(base.clone()));
+            links.push(Link(LinkKind::OnBase {
+                text,
+                base: Arc::clone(base),
+                path_start,
+            }));
+            continue;
+        }
         // An empty value (`href=""` is no match, but `href="#top"` is, and
         // its fragment is gone) is the base itself: no parsing needed.
         let joined = if raw.is_empty() {
@@ -497,16 +700,15 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Url> {
         };
         if let Ok(mut url) = joined {
             url.set_fragment(None);
-            links.push(url);
+            links.push(Link::from(url));
         }
     }
-    // Compare the serializations in place rather than cloning every URL
-    // into a set.
+    // Compare the texts in place rather than cloning every link into a set.
     let keep: Vec<bool> = {
-        let mut seen_urls = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
+        let mut seen_links = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
         links
             .iter()
-            .map(|url| seen_urls.insert(url.as_str()))
+            .map(|link| seen_links.insert(link.as_str()))
             .collect()
     };
     let mut keep = keep.into_iter();
@@ -724,7 +926,16 @@ impl UrlPolicy {
 
     /// `Ok(())` when `url` is to be followed.
     pub fn check(&self, url: &Url) -> Result<(), Skip> {
-        let scheme = url.scheme();
+        self.check_parts(url.scheme(), url.host_str(), url.as_str())
+    }
+
+    /// `Ok(())` when `link` is to be followed: the same rules as
+    /// [`UrlPolicy::check`], read from the link without parsing it.
+    pub fn check_link(&self, link: &Link) -> Result<(), Skip> {
+        self.check_parts(link.scheme(), link.host_str(), link.as_str())
+    }
+
+    fn check_parts(&self, scheme: &str, host: Option<&str>, text: &str) -> Result<(), Skip> {
         if scheme != "http" && scheme != "https" {
             return Err(Skip::Scheme(scheme.to_string()));
         }
@@ -732,7 +943,7 @@ impl UrlPolicy {
         // `xn--` form and written IPv4 in dotted decimal, so plain string
         // comparison is comparison of hosts. The port plays no part: any port
         // of a root's host is allowed.
-        let host = url.host_str().unwrap_or("");
+        let host = host.unwrap_or("");
         if !self
             .root_hosts
             .iter()
@@ -741,7 +952,7 @@ impl UrlPolicy {
             return Err(Skip::Host(host.to_string()));
         }
         if let Some(exclude) = &self.exclude {
-            if exclude.is_match(url.as_str()) {
+            if exclude.is_match(text) {
                 return Err(Skip::Excluded);
             }
         }
@@ -1038,6 +1249,84 @@ mod tests {
         );
     }
 
+    /// `raw` on `base` by hand: the text, or `None` when it is left to `join`.
+    fn by_hand(base: &str, raw: &str) -> Option<String> {
+        resolve_plain(&url(base), raw.as_bytes()).map(|(text, _)| text)
+    }
+
+    #[test]
+    fn plain_relative_paths_are_resolved_by_hand_as_join_would() {
+        let base = "https://u:p@example.com:8443/a/b/c.html?q=1#f";
+        for (raw, resolved) in [
+            ("x.html", "https://u:p@example.com:8443/a/b/x.html"),
+            ("../x", "https://u:p@example.com:8443/a/x"),
+            ("../../../../x", "https://u:p@example.com:8443/x"),
+            ("./d/./e/../f", "https://u:p@example.com:8443/a/b/d/f"),
+            ("d/..", "https://u:p@example.com:8443/a/b/"),
+            (".", "https://u:p@example.com:8443/a/b/"),
+            ("..", "https://u:p@example.com:8443/a/"),
+            ("d//e", "https://u:p@example.com:8443/a/b/d//e"),
+            ("/", "https://u:p@example.com:8443/"),
+            ("/x/../y/.", "https://u:p@example.com:8443/y/"),
+            ("~me", "https://u:p@example.com:8443/a/b/~me"),
+            // An absolute link to the base's own site, as `Url` writes it.
+            (
+                "https://u:p@example.com:8443/z",
+                "https://u:p@example.com:8443/z",
+            ),
+            (
+                "https://u:p@example.com:8443",
+                "https://u:p@example.com:8443/",
+            ),
+        ] {
+            assert_eq!(by_hand(base, raw).as_deref(), Some(resolved), "{raw}");
+            let joined = url(base).join(raw).unwrap();
+            assert_eq!(joined.as_str(), resolved, "{raw} as join resolves it");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_join() {
+        let base = "http://example.com/a/b.html";
+        for raw in [
+            "",
+            "//other.org/x",
+            "a?b",
+            "a%2e%2e/b",
+            "a\\b",
+            "a:b",
+            "caf\u{e9}",
+            "a&amp;b",
+            "HTTP://example.com/x",
+            "http://example.com:80/x",
+            "http://example.com.evil/x",
+            "https://example.com/x",
+        ] {
+            assert_eq!(by_hand(base, raw), None, "{raw}");
+        }
+        // Only `http` and `https` bases.
+        assert_eq!(by_hand("file:///srv/a.html", "b.html"), None);
+        assert_eq!(by_hand("foo://h/a", "b"), None);
+    }
+
+    #[test]
+    fn a_link_resolved_by_hand_parses_to_its_text_and_shares_its_base() {
+        let page = url("http://example.com:3000/dir/page.html?x");
+        let links = extract_links(b"<a href=../a/b> <a href=c> <a href='d?e'>", &page);
+        let by_hand: Vec<&Link> = links
+            .iter()
+            .filter(|link| matches!(link.0, LinkKind::OnBase { .. }))
+            .collect();
+        assert_eq!(by_hand.len(), 2, "{links:?}");
+        for link in links {
+            let parsed = Url::parse(link.as_str()).unwrap();
+            assert_eq!(link.to_url(), parsed);
+            assert_eq!(link.scheme(), parsed.scheme());
+            assert_eq!(link.host_str(), parsed.host_str());
+            assert_eq!(link.to_string(), String::from(link.clone()));
+        }
+    }
+
     #[test]
     fn fragments_are_dropped_and_links_are_distinct_in_first_seen_order() {
         assert_eq!(
@@ -1182,6 +1471,22 @@ mod tests {
     }
 
     // --- UrlPolicy ---
+
+    #[test]
+    fn a_link_is_judged_as_its_url() {
+        let p = UrlPolicy::new(
+            &[url("http://example.com/")],
+            Some(Regex::new("private").unwrap()),
+            false,
+        );
+        let body =
+            b"<a href=a> <a href=/private/b> <a href=http://other.org/c> <a href=mailto:x@y>";
+        for page in ["http://example.com/d/", "http://other.org/d/"] {
+            for link in extract_links(body, &url(page)) {
+                assert_eq!(p.check_link(&link), p.check(&link.to_url()), "{link}");
+            }
+        }
+    }
 
     #[test]
     fn only_http_and_https_are_followed() {

@@ -20,7 +20,7 @@
 use url::Url;
 
 use crate::http::Response;
-use crate::links::{extract_links, UrlPolicy};
+use crate::links::{extract_links, Link, UrlPolicy};
 use crate::log::Log;
 use crate::stats::{parse_content_type, FailKind, FetchError, FetchStatistic};
 
@@ -30,10 +30,12 @@ pub struct Analysis {
     /// The statistic, complete but for `num_new_urls` (the lesson decides that
     /// when it adds `links` to its seen-set).
     pub stat: FetchStatistic,
-    /// The page's distinct allowed links (`stat.num_urls` of them), first-seen order.
-    pub links: Vec<Url>,
+    /// The page's distinct allowed links (`stat.num_urls` of them), first-seen
+    /// order, as text: the lesson parses only those new to its crawl
+    /// ([`Link::to_url`]).
+    pub links: Vec<Link>,
     /// For a redirect with a `Location`: the target, when the policy allows it.
-    pub redirect: Option<Url>,
+    pub redirect: Option<Link>,
 }
 
 /// The charset a page is taken to be in when its `Content-Type` names none.
@@ -90,7 +92,7 @@ fn analyze_redirect(
     target.set_fragment(None);
     analysis.stat.next_url = Some(target.to_string());
     match policy.check(&target) {
-        Ok(()) => analysis.redirect = Some(target),
+        Ok(()) => analysis.redirect = Some(Link::from(target)),
         Err(why) => log.debug(format_args!("skip redirect {target} from {url}: {why}")),
     }
 }
@@ -108,7 +110,7 @@ fn analyze_page(
     let (media_type, charset) = parse_content_type(response.header("content-type").unwrap_or(""));
     if media_type == "text/html" || media_type == "application/xml" {
         analysis.links = extract_links(&response.body, url);
-        analysis.links.retain(|link| match policy.check(link) {
+        analysis.links.retain(|link| match policy.check_link(link) {
             Ok(()) => true,
             Err(why) => {
                 // `format_args!` formats nothing until the log decides to
@@ -160,8 +162,8 @@ mod tests {
         (analysis, log.lines())
     }
 
-    fn strings(urls: &[Url]) -> Vec<&str> {
-        urls.iter().map(Url::as_str).collect()
+    fn strings(links: &[Link]) -> Vec<&str> {
+        links.iter().map(Link::as_str).collect()
     }
 
     const HTML: &[u8] = br##"<html><head><link href="/style.css"></head><body>
@@ -296,7 +298,7 @@ mod tests {
             Some("http://example.com/moved.html")
         );
         assert_eq!(
-            analysis.redirect.as_ref().map(Url::as_str),
+            analysis.redirect.as_ref().map(Link::as_str),
             Some("http://example.com/moved.html")
         );
         assert_eq!(stat.size, 5);
@@ -314,7 +316,7 @@ mod tests {
                 b"",
             ));
             assert_eq!(
-                analysis.redirect.as_ref().map(Url::as_str),
+                analysis.redirect.as_ref().map(Link::as_str),
                 Some("http://example.com/next"),
                 "{status}"
             );

@@ -34,6 +34,7 @@ use url::Url;
 
 use crate::cli::Config;
 use crate::http::Response;
+use crate::links::Link;
 use crate::log::Log;
 use crate::robots::Robots;
 use crate::schedule::{host_key, CrawlLimits, HostSchedule};
@@ -290,7 +291,7 @@ impl Politeness {
     /// The links of a page at `depth` (roots are 0) that are followed: all
     /// of them, or none past `--max-depth` (they are still counted on the
     /// page's line, as `TOTAL`).
-    pub fn links_at(&self, depth: usize, links: Vec<Url>) -> Vec<Url> {
+    pub fn links_at(&self, depth: usize, links: Vec<Link>) -> Vec<Link> {
         if self.limits.follows_links_at(depth) {
             links
         } else {

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::Path;
 
 use shared::fixtures::sitegen::{generate, Rng, SiteSpec};
-use shared::links::{extract_hrefs, extract_links, find_base, reference};
+use shared::links::{extract_hrefs, extract_links, find_base, reference, Link};
 use url::Url;
 
 /// Both finders on one body, as one assertion with a readable failure.
@@ -31,11 +31,20 @@ fn assert_same(body: &[u8], page: &Url, what: &str) {
         reference::find_base(body),
         "base differs on {what}"
     );
+    let links = extract_links(body, page);
+    let expected = reference::extract_links(body, page);
     assert_eq!(
-        extract_links(body, page),
-        reference::extract_links(body, page),
+        links.iter().map(Link::as_str).collect::<Vec<_>>(),
+        expected.iter().map(Url::as_str).collect::<Vec<_>>(),
         "links differ on {what}"
     );
+    // A link is its text: parsed, it is the URL `join` made, and what the
+    // policy reads of it is what it reads of that URL.
+    for (link, url) in links.iter().zip(&expected) {
+        assert_eq!(&link.to_url(), url, "{link}'s Url differs on {what}");
+        assert_eq!(link.scheme(), url.scheme(), "{link}'s scheme on {what}");
+        assert_eq!(link.host_str(), url.host_str(), "{link}'s host on {what}");
+    }
 }
 
 fn url(s: &str) -> Url {
@@ -164,6 +173,11 @@ const PIECES: &[&[u8]] = &[
     b"<base",
     b"base",
     b"../",
+    b"./",
+    b"/",
+    b".",
+    b"..",
+    b"~",
     b"//other.example/",
     b"http://",
     b"mailto:",

@@ -11,7 +11,8 @@
 //!   fed to the parser in pieces gives the same analysis as fed whole;
 //! - the fast link finder agrees with its definition: `extract_hrefs`,
 //!   `find_base` and `extract_links` give exactly what
-//!   `shared::links::reference` gives, the course's link pattern run through
+//!   `shared::links::reference` gives (each link's text, and the `Url` it
+//!   parses to, including links resolved by hand), the course's link pattern run through
 //!   the regex engine as the crawler did before the finder was written by
 //!   hand (a differential fuzzer: old against new, on every input).
 //!
@@ -23,7 +24,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shared::http::{Response, ResponseParser};
-use shared::links::{self, reference, UrlPolicy};
+use shared::links::{self, reference, Link, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::page::{analyze, Analysis};
 use url::Url;
@@ -64,10 +65,12 @@ fuzz_target!(|data: &[u8]| {
             "kept {link} with scheme {}",
             link.scheme()
         );
-        assert_eq!(link.fragment(), None, "kept {link} with a fragment");
-        assert!(policy.check(link).is_ok(), "kept {link}, which the policy refuses");
+        let url = link.to_url();
+        assert_eq!(url.as_str(), link.as_str(), "{link} is its text");
+        assert_eq!(url.fragment(), None, "kept {link} with a fragment");
+        assert!(policy.check(&url).is_ok(), "kept {link}, which the policy refuses");
         let again = Url::parse(link.as_str()).expect("a kept link reads back");
-        assert_eq!(&again, link);
+        assert_eq!(again, url);
         assert!(distinct.insert(link.as_str()), "{link} kept twice");
     }
     let from_split = analyze(&page_url, &split, &policy, &log);
@@ -78,11 +81,20 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(links::extract_hrefs(&page), reference::extract_hrefs(&page));
     assert_eq!(links::find_base(&page), reference::find_base(&page));
     for base in [&page_url, &other_page()] {
+        let fast = links::extract_links(&page, base);
+        let regex = reference::extract_links(&page, base);
         assert_eq!(
-            links::extract_links(&page, base),
-            reference::extract_links(&page, base),
+            fast.iter().map(Link::as_str).collect::<Vec<_>>(),
+            regex.iter().map(Url::as_str).collect::<Vec<_>>(),
             "the fast finder and the regex disagree under {base}"
         );
+        // A link resolved by hand is the URL `join` made, down to what
+        // the policy reads of it.
+        for (link, url) in fast.iter().zip(&regex) {
+            assert_eq!(&link.to_url(), url);
+            assert_eq!(link.scheme(), url.scheme());
+            assert_eq!(link.host_str(), url.host_str());
+        }
     }
 });
 
