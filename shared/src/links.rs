@@ -594,6 +594,12 @@ fn resolve_plain(base: &Url, raw: &[u8]) -> Option<(String, usize)> {
             // The base's path without its last segment: `/a/b` gives `/a`,
             // `/` gives nothing. An `http` URL's path always starts with `/`.
             let path = base.path();
+            // The `url` crate never lets `..` remove a segment that looks
+            // like a Windows drive letter (`c:`, `c|`), whatever the scheme;
+            // a base with one in its path is left to it.
+            if path.bytes().any(|b| b == b':' || b == b'|') {
+                return None;
+            }
             text.push_str(&path[..path.rfind('/').unwrap_or(0)]);
             raw
         }
@@ -631,14 +637,19 @@ fn resolve_plain(base: &Url, raw: &[u8]) -> Option<(String, usize)> {
 /// fragment dropped, distinct, in first-seen order. Values that do not parse
 /// as URLs are dropped.
 pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Link> {
-    // One pass finds the values and the first `<base`; the tags are read
-    // from there (most pages have none, and then nothing more is read).
+    // Most pages have no `<base href>`, so the values are resolved against
+    // the page as the search finds them: one pass, nothing kept but links.
+    // The search notes the first `<base` on its way; a page that has one is
+    // read again below, now that its base is known.
     let mut found = raw_hrefs(body);
-    let hrefs: Vec<(usize, &[u8])> = found.by_ref().collect();
-    let base_tags: Vec<(usize, &[u8])> = match found.first_base() {
-        Some(first) => base_tags_from(body, first).collect(),
-        None => Vec::new(),
+    let mut links = PageLinks::new(page_url, body.len());
+    for (_, raw) in found.by_ref() {
+        links.add(raw);
+    }
+    let Some(first) = found.first_base() else {
+        return links.finish();
     };
+    let base_tags: Vec<(usize, &[u8])> = base_tags_from(body, first).collect();
     // The first `<base href>` sets the base; a relative one is itself
     // relative to the page. A base that does not parse, or cannot have
     // relative URLs joined to it (`mailto:x`), is ignored, as browsers ignore
@@ -647,25 +658,12 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Link> {
         .first()
         .and_then(|&(_, raw)| page_url.join(&decode_value(raw)).ok())
         .filter(|base| !base.cannot_be_a_base());
-    let base = base.as_ref().unwrap_or(page_url);
-    // Links resolved by hand share the base (see `Link::to_url`): one copy
-    // of it for the page, made when the first such link is found.
-    let mut shared_base: Option<Arc<Url>> = None;
+    let mut links = PageLinks::new(base.as_ref().unwrap_or(page_url), body.len());
     // The search finds the `href` of a `<base>` tag too, but a base is where
     // links resolve from, not a link: those values are passed over. Both lists
     // are in document order, so one walk along `base_tags` does it.
     let mut next_base_tag = 0;
-
-    // Resolving a URL is the expensive step, and documentation pages repeat
-    // the same values (navigation, `#top`, `page.html#item`), so each raw
-    // value, fragment cut off, is resolved once. Different values can still
-    // name one URL (`a`, `./a`, `a#top`): the first of each is kept.
-    // Sized for a link every few hundred bytes, so that a page of links
-    // does not rehash its set again and again as it grows.
-    let mut seen_values =
-        HashSet::with_capacity_and_hasher((body.len() / 256).min(1 << 16), PageHash::new());
-    let mut links = Vec::new();
-    for (start, raw) in hrefs {
+    for (start, raw) in raw_hrefs(body) {
         while base_tags
             .get(next_base_tag)
             .is_some_and(|&(tag, _)| tag < start)
@@ -678,18 +676,60 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Link> {
         {
             continue;
         }
-        let raw = without_fragment(raw);
-        if !seen_values.insert(raw) {
-            continue;
+        links.add(raw);
+    }
+    links.finish()
+}
+
+/// The links of one page as they are found: [`extract_links`]' work.
+struct PageLinks<'a> {
+    /// Where the links resolve from.
+    base: &'a Url,
+    /// One copy of `base` for the links resolved by hand to share (see
+    /// [`Link::to_url`]), made when the first one is found.
+    shared_base: Option<Arc<Url>>,
+    /// The raw values resolved so far, fragment cut off.
+    seen_values: HashSet<&'a [u8], PageHash>,
+    links: Vec<Link>,
+}
+
+impl<'a> PageLinks<'a> {
+    fn new(base: &'a Url, body_len: usize) -> Self {
+        PageLinks {
+            base,
+            shared_base: None,
+            // Sized for a link every few hundred bytes, so that a page of
+            // links does not rehash its set again and again as it grows.
+            seen_values: HashSet::with_capacity_and_hasher(
+                (body_len / 256).min(1 << 16),
+                PageHash::new(),
+            ),
+            links: Vec::new(),
         }
+    }
+
+    /// Resolve one raw value, unless the page had it already.
+    fn add(&mut self, raw: &'a [u8]) {
+        // Resolving is the expensive step, and documentation pages repeat
+        // the same values (navigation, `#top`, `page.html#item`), so each
+        // raw value, fragment cut off, is resolved once. Different values
+        // can still name one URL (`a`, `./a`, `a#top`): `finish` keeps the
+        // first of each.
+        let raw = without_fragment(raw);
+        if !self.seen_values.insert(raw) {
+            return;
+        }
+        let base = self.base;
         if let Some((text, path_start)) = resolve_plain(base, raw) {
-            let base = shared_base.get_or_insert_with(|| Arc::new(base.clone()));
-            links.push(Link(LinkKind::OnBase {
+            let shared = self
+                .shared_base
+                .get_or_insert_with(|| Arc::new(base.clone()));
+            self.links.push(Link(LinkKind::OnBase {
                 text,
-                base: Arc::clone(base),
+                base: Arc::clone(shared),
                 path_start,
             }));
-            continue;
+            return;
         }
         // An empty value (`href=""` is no match, but `href="#top"` is, and
         // its fragment is gone) is the base itself: no parsing needed.
@@ -700,20 +740,25 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Link> {
         };
         if let Ok(mut url) = joined {
             url.set_fragment(None);
-            links.push(Link::from(url));
+            self.links.push(Link::from(url));
         }
     }
-    // Compare the texts in place rather than cloning every link into a set.
-    let keep: Vec<bool> = {
-        let mut seen_links = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
+
+    /// The links, each URL once, in first-seen order.
+    fn finish(self) -> Vec<Link> {
+        let mut links = self.links;
+        // Compare the texts in place rather than cloning every link into a set.
+        let keep: Vec<bool> = {
+            let mut seen = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
+            links
+                .iter()
+                .map(|link| seen.insert(link.as_str()))
+                .collect()
+        };
+        let mut keep = keep.into_iter();
+        links.retain(|_| keep.next().unwrap_or(false));
         links
-            .iter()
-            .map(|link| seen_links.insert(link.as_str()))
-            .collect()
-    };
-    let mut keep = keep.into_iter();
-    links.retain(|_| keep.next().unwrap_or(false));
-    links
+    }
 }
 
 /// The hash of the two sets [`extract_links`] keeps for one page.
@@ -1304,6 +1349,13 @@ mod tests {
         ] {
             assert_eq!(by_hand(base, raw), None, "{raw}");
         }
+        // A base whose path has a segment like a Windows drive letter,
+        // which `join` never removes (found by the fuzzer).
+        assert_eq!(by_hand("http://example.com/p:/x", ".."), None);
+        assert_eq!(
+            url("http://example.com/p:/x").join("..").unwrap().as_str(),
+            "http://example.com/p:/"
+        );
         // Only `http` and `https` bases.
         assert_eq!(by_hand("file:///srv/a.html", "b.html"), None);
         assert_eq!(by_hand("foo://h/a", "b"), None);
