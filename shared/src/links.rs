@@ -557,6 +557,37 @@ static PLAIN: [bool; 256] = {
     table
 };
 
+/// What [`resolve_plain`] needs of a base, worked out once per page.
+struct PlainBase<'a> {
+    /// `scheme://user:password@host:port`, as the base writes it; `None`
+    /// when the base is not `http` or `https` (nothing is resolved by hand).
+    before_path: Option<&'a str>,
+    /// The base's path without its last segment (`/a/b` gives `/a`, `/`
+    /// gives nothing), where a relative path starts from. `None` when the
+    /// path has a segment like a Windows drive letter (`c:`, `c|`): the
+    /// `url` crate never lets `..` remove one, whatever the scheme, so such
+    /// a base is left to it.
+    dir: Option<&'a str>,
+}
+
+impl<'a> PlainBase<'a> {
+    fn new(base: &'a Url) -> Self {
+        if !matches!(base.scheme(), "http" | "https") {
+            return PlainBase {
+                before_path: None,
+                dir: None,
+            };
+        }
+        // An `http` URL's path always starts with `/`.
+        let path = base.path();
+        let dir = &path[..path.rfind('/').unwrap_or(0)];
+        PlainBase {
+            before_path: Some(&base[..url::Position::BeforePath]),
+            dir: Some(dir).filter(|_| !path.bytes().any(|b| b == b':' || b == b'|')),
+        }
+    }
+}
+
 /// `raw` resolved against `base` by hand, when both are simple enough for
 /// the URL Standard's rules to be a few lines: `base` is `http` or `https`,
 /// and `raw` is a non-empty path of [`is_plain`] bytes that does not start
@@ -569,11 +600,8 @@ static PLAIN: [bool; 256] = {
 /// by segment, `.` is dropped and `..` drops the segment before it (never
 /// past the root); either of them last leaves the path ending in `/`. The
 /// base's query is dropped, its scheme, user, host and port are kept.
-fn resolve_plain(base: &Url, raw: &[u8]) -> Option<(String, usize)> {
-    if !matches!(base.scheme(), "http" | "https") {
-        return None;
-    }
-    let before_path = &base[..url::Position::BeforePath];
+fn resolve_plain(base: &PlainBase<'_>, raw: &[u8]) -> Option<(String, usize)> {
+    let before_path = base.before_path?;
     // An absolute link to the base's own site, written as `Url` would
     // write it (`http://localhost:3000/a`): its path is all that is new.
     let raw = match raw.strip_prefix(before_path.as_bytes()) {
@@ -585,25 +613,14 @@ fn resolve_plain(base: &Url, raw: &[u8]) -> Option<(String, usize)> {
         return None;
     }
     let raw = std::str::from_utf8(raw).ok()?;
-    let mut text = String::with_capacity(before_path.len() + base.path().len() + raw.len());
+    let (segments, dir) = match raw.strip_prefix('/') {
+        Some(absolute) => (absolute, ""),
+        None => (raw, base.dir?),
+    };
+    let mut text = String::with_capacity(before_path.len() + dir.len() + raw.len() + 1);
     text.push_str(before_path);
     let path_start = text.len();
-    let segments = match raw.strip_prefix('/') {
-        Some(absolute) => absolute,
-        None => {
-            // The base's path without its last segment: `/a/b` gives `/a`,
-            // `/` gives nothing. An `http` URL's path always starts with `/`.
-            let path = base.path();
-            // The `url` crate never lets `..` remove a segment that looks
-            // like a Windows drive letter (`c:`, `c|`), whatever the scheme;
-            // a base with one in its path is left to it.
-            if path.bytes().any(|b| b == b':' || b == b'|') {
-                return None;
-            }
-            text.push_str(&path[..path.rfind('/').unwrap_or(0)]);
-            raw
-        }
-    };
+    text.push_str(dir);
     let mut rest = Some(segments);
     while let Some(segments) = rest {
         // Segments are a few bytes: a plain loop finds the `/` sooner than
@@ -685,6 +702,8 @@ pub fn extract_links(body: &[u8], page_url: &Url) -> Vec<Link> {
 struct PageLinks<'a> {
     /// Where the links resolve from.
     base: &'a Url,
+    /// The same, as [`resolve_plain`] reads it.
+    plain: PlainBase<'a>,
     /// One copy of `base` for the links resolved by hand to share (see
     /// [`Link::to_url`]), made when the first one is found.
     shared_base: Option<Arc<Url>>,
@@ -697,6 +716,7 @@ impl<'a> PageLinks<'a> {
     fn new(base: &'a Url, body_len: usize) -> Self {
         PageLinks {
             base,
+            plain: PlainBase::new(base),
             shared_base: None,
             // Sized for a link every few hundred bytes, so that a page of
             // links does not rehash its set again and again as it grows.
@@ -720,7 +740,7 @@ impl<'a> PageLinks<'a> {
             return;
         }
         let base = self.base;
-        if let Some((text, path_start)) = resolve_plain(base, raw) {
+        if let Some((text, path_start)) = resolve_plain(&self.plain, raw) {
             let shared = self
                 .shared_base
                 .get_or_insert_with(|| Arc::new(base.clone()));
@@ -1296,7 +1316,8 @@ mod tests {
 
     /// `raw` on `base` by hand: the text, or `None` when it is left to `join`.
     fn by_hand(base: &str, raw: &str) -> Option<String> {
-        resolve_plain(&url(base), raw.as_bytes()).map(|(text, _)| text)
+        let base = url(base);
+        resolve_plain(&PlainBase::new(&base), raw.as_bytes()).map(|(text, _)| text)
     }
 
     #[test]
