@@ -439,8 +439,9 @@ enum LinkKind {
     /// Resolved by `Url::join`. (Boxed: a `Url` is four times the size of
     /// the other kind, and most links are the other kind.)
     Parsed(Box<Url>),
-    /// Resolved by hand against `base` ([`resolve_plain`]): the same scheme,
-    /// user, host and port, and a new path (from `path_start` in `text`).
+    /// Resolved by hand ([`resolve_plain`]) on `base`'s site: the same
+    /// scheme, user, host and port as `base`, and a new path and query
+    /// (from `path_start` in `text`).
     OnBase {
         text: String,
         base: Arc<Url>,
@@ -488,9 +489,13 @@ impl Link {
                 base,
                 path_start,
             } => {
+                let (path, query) = match text[*path_start..].split_once('?') {
+                    Some((path, query)) => (path, Some(query)),
+                    None => (&text[*path_start..], None),
+                };
                 let mut url = Url::clone(base);
-                url.set_path(&text[*path_start..]);
-                url.set_query(None);
+                url.set_path(path);
+                url.set_query(query);
                 url.set_fragment(None);
                 url
             }
@@ -562,6 +567,8 @@ struct PlainBase<'a> {
     /// `scheme://user:password@host:port`, as the base writes it; `None`
     /// when the base is not `http` or `https` (nothing is resolved by hand).
     before_path: Option<&'a str>,
+    /// The base's path, for a link that is only a query.
+    path: &'a str,
     /// The base's path without its last segment (`/a/b` gives `/a`, `/`
     /// gives nothing), where a relative path starts from. `None` when the
     /// path has a segment like a Windows drive letter (`c:`, `c|`): the
@@ -575,6 +582,7 @@ impl<'a> PlainBase<'a> {
         if !matches!(base.scheme(), "http" | "https") {
             return PlainBase {
                 before_path: None,
+                path: "",
                 dir: None,
             };
         }
@@ -583,44 +591,106 @@ impl<'a> PlainBase<'a> {
         let dir = &path[..path.rfind('/').unwrap_or(0)];
         PlainBase {
             before_path: Some(&base[..url::Position::BeforePath]),
+            path,
             dir: Some(dir).filter(|_| !path.bytes().any(|b| b == b':' || b == b'|')),
         }
     }
 }
 
-/// `raw` resolved against `base` by hand, when both are simple enough for
-/// the URL Standard's rules to be a few lines: `base` is `http` or `https`,
-/// and `raw` is a non-empty path of [`is_plain`] bytes that does not start
-/// with `//` (that would name a host), alone or after the base's own
-/// `scheme://host:port` as the base writes it. The result is the text `Url::join`
-/// would give, and where its path starts; `None` leaves `raw` to `join`.
+/// A byte a link's query may hold and still be resolved by hand: any
+/// printable ASCII byte but the ones the URL parser would percent-encode in
+/// a query (`"`, `'`, `<`, `>`) or cut it at (`#`), and `\\`.
+const fn is_query_plain(b: u8) -> bool {
+    matches!(b, 0x21..=0x7e) && !matches!(b, b'"' | b'#' | b'\'' | b'<' | b'>' | b'\\')
+}
+
+/// [`is_query_plain`] for each of the 256 bytes.
+static QUERY_PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = is_query_plain(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// A link [`resolve_plain`] resolved: its text, where its path starts in it,
+/// and its site (`scheme://host:port`) when that is not the base's.
+struct Resolved<'v> {
+    text: String,
+    path_start: usize,
+    site: Option<&'v str>,
+}
+
+/// `value` resolved against `base` by hand, when both are simple enough for
+/// the URL Standard's rules to be a few lines; `None` leaves it to
+/// `Url::join`. The base must be `http` or `https`. The value is a path of
+/// [`is_plain`] bytes, with or without a query of [`is_query_plain`] bytes,
+/// or a query alone; the path may follow `http://` or `https://` and a
+/// site, and otherwise must not start with `//` (that would name a host).
 ///
-/// The rules, for such a path: one that starts with `/` replaces the
-/// base's path; any other replaces the base's last segment. Then, segment
-/// by segment, `.` is dropped and `..` drops the segment before it (never
-/// past the root); either of them last leaves the path ending in `/`. The
-/// base's query is dropped, its scheme, user, host and port are kept.
-fn resolve_plain(base: &PlainBase<'_>, raw: &[u8]) -> Option<(String, usize)> {
+/// The rules, for such a value: a site replaces the base's, and then a
+/// missing path is `/`; a path that starts with `/` replaces the base's
+/// path; any other replaces the base's last segment; a query alone keeps
+/// the base's path. Then, segment by segment, `.` is dropped and `..` drops
+/// the segment before it (never past the root); either of them last leaves
+/// the path ending in `/`. The base's query goes; the value's is kept as it
+/// is. Whether a site is written as `Url` writes it (lower case, no default
+/// port) is for the caller to check ([`PageLinks::site_base`]).
+fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v>> {
     let before_path = base.before_path?;
-    // An absolute link to the base's own site, written as `Url` would
-    // write it (`http://localhost:3000/a`): its path is all that is new.
-    let raw = match raw.strip_prefix(before_path.as_bytes()) {
-        Some(b"") => &b"/"[..],
-        Some(path) if path.starts_with(b"/") => path,
-        _ => raw,
+    // (A `#` here came from a character reference, `&#35;`, and starts a
+    // fragment after all: neither table below lets it through.)
+    let (reference, query) = match value.bytes().position(|b| b == b'?') {
+        Some(mark) => (&value[..mark], Some(&value[mark + 1..])),
+        None => (value, None),
     };
-    if raw.is_empty() || raw.starts_with(b"//") || !raw.iter().all(|&b| PLAIN[usize::from(b)]) {
+    if !query.is_none_or(|query| query.bytes().all(|b| QUERY_PLAIN[usize::from(b)])) {
         return None;
     }
-    let raw = std::str::from_utf8(raw).ok()?;
-    let (segments, dir) = match raw.strip_prefix('/') {
-        Some(absolute) => (absolute, ""),
-        None => (raw, base.dir?),
+    let (site, path) = match reference
+        .strip_prefix("http://")
+        .or_else(|| reference.strip_prefix("https://"))
+    {
+        Some(after_scheme) => {
+            let authority = after_scheme.find('/').unwrap_or(after_scheme.len());
+            let (site, path) = reference.split_at(reference.len() - after_scheme.len() + authority);
+            (Some(site), if path.is_empty() { "/" } else { path })
+        }
+        None if reference.starts_with("//") => return None,
+        None => (None, reference),
     };
-    let mut text = String::with_capacity(before_path.len() + dir.len() + raw.len() + 1);
-    text.push_str(before_path);
+    if !path.bytes().all(|b| PLAIN[usize::from(b)]) {
+        return None;
+    }
+    let mut text = String::with_capacity(before_path.len() + base.path.len() + value.len() + 2);
+    text.push_str(site.unwrap_or(before_path));
     let path_start = text.len();
-    text.push_str(dir);
+    if let Some(absolute) = path.strip_prefix('/') {
+        push_segments(&mut text, path_start, absolute);
+    } else if !path.is_empty() {
+        text.push_str(base.dir?);
+        push_segments(&mut text, path_start, path);
+    } else {
+        // A query alone (`?page=2`).
+        query?;
+        text.push_str(base.path);
+    }
+    if let Some(query) = query {
+        text.push('?');
+        text.push_str(query);
+    }
+    Some(Resolved {
+        text,
+        path_start,
+        site: site.filter(|&site| site != before_path),
+    })
+}
+
+/// Append the path `segments` (no leading `/`) to `text`, whose path
+/// starts at `path_start`, applying `.` and `..` as they come.
+fn push_segments(text: &mut String, path_start: usize, segments: &str) {
     let mut rest = Some(segments);
     while let Some(segments) = rest {
         // Segments are a few bytes: a plain loop finds the `/` sooner than
@@ -647,7 +717,6 @@ fn resolve_plain(base: &PlainBase<'_>, raw: &[u8]) -> Option<(String, usize)> {
             text.push('/');
         }
     }
-    Some((text, path_start))
 }
 
 /// Every link of the page, resolved against its `<base href>` or `page_url`,
@@ -707,6 +776,9 @@ struct PageLinks<'a> {
     /// One copy of `base` for the links resolved by hand to share (see
     /// [`Link::to_url`]), made when the first one is found.
     shared_base: Option<Arc<Url>>,
+    /// The other sites absolute links were resolved by hand on, each parsed
+    /// once: `None` for one not written as `Url` writes it.
+    sites: Vec<(String, Option<Arc<Url>>)>,
     /// The raw values resolved so far, fragment cut off.
     seen_values: HashSet<&'a [u8], PageHash>,
     links: Vec<Link>,
@@ -718,6 +790,7 @@ impl<'a> PageLinks<'a> {
             base,
             plain: PlainBase::new(base),
             shared_base: None,
+            sites: Vec::new(),
             // Sized for a link every few hundred bytes, so that a page of
             // links does not rehash its set again and again as it grows.
             seen_values: HashSet::with_capacity_and_hasher(
@@ -740,28 +813,57 @@ impl<'a> PageLinks<'a> {
             return;
         }
         let base = self.base;
-        if let Some((text, path_start)) = resolve_plain(&self.plain, raw) {
-            let shared = self
-                .shared_base
-                .get_or_insert_with(|| Arc::new(base.clone()));
-            self.links.push(Link(LinkKind::OnBase {
-                text,
-                base: Arc::clone(shared),
-                path_start,
-            }));
+        // An empty value (`href=""` is no match, but `href="#top"` is, and
+        // its fragment is gone) is the base itself, fragment dropped (a
+        // `<base href>` may have one), with no parsing needed — unless the
+        // base is a `mailto:` or the like, where `join` refuses it.
+        if raw.is_empty() {
+            if !base.cannot_be_a_base() {
+                let mut url = base.clone();
+                url.set_fragment(None);
+                self.links.push(Link::from(url));
+            }
             return;
         }
-        // An empty value (`href=""` is no match, but `href="#top"` is, and
-        // its fragment is gone) is the base itself: no parsing needed.
-        let joined = if raw.is_empty() {
-            Ok(base.clone())
-        } else {
-            base.join(&decode_value(raw))
-        };
-        if let Ok(mut url) = joined {
+        let value = decode_value(raw);
+        if let Some(resolved) = resolve_plain(&self.plain, &value) {
+            if let Some(base) = self.site_base(resolved.site) {
+                self.links.push(Link(LinkKind::OnBase {
+                    text: resolved.text,
+                    base,
+                    path_start: resolved.path_start,
+                }));
+                return;
+            }
+        }
+        if let Ok(mut url) = base.join(&value) {
             url.set_fragment(None);
             self.links.push(Link::from(url));
         }
+    }
+
+    /// The `Url` a link resolved by hand is made from ([`Link::to_url`]):
+    /// the page's base, or for an absolute link to another site, that site
+    /// (`http://host:port/`) parsed once per page. `None` when the site is
+    /// not written exactly as `Url` would write it (`HTTP://Host:80`): the
+    /// link is then left to `Url::join`, which knows every way to write one.
+    fn site_base(&mut self, site: Option<&str>) -> Option<Arc<Url>> {
+        let Some(site) = site else {
+            let base = self.base;
+            return Some(Arc::clone(
+                self.shared_base
+                    .get_or_insert_with(|| Arc::new(base.clone())),
+            ));
+        };
+        if let Some((_, parsed)) = self.sites.iter().find(|(known, _)| known == site) {
+            return parsed.clone();
+        }
+        let parsed = Url::parse(site)
+            .ok()
+            .filter(|url| &url[..url::Position::BeforePath] == site && url.path() == "/")
+            .map(Arc::new);
+        self.sites.push((site.to_owned(), parsed.clone()));
+        parsed
     }
 
     /// The links, each URL once, in first-seen order.
@@ -1317,11 +1419,16 @@ mod tests {
     /// `raw` on `base` by hand: the text, or `None` when it is left to `join`.
     fn by_hand(base: &str, raw: &str) -> Option<String> {
         let base = url(base);
-        resolve_plain(&PlainBase::new(&base), raw.as_bytes()).map(|(text, _)| text)
+        let mut links = PageLinks::new(&base, 0);
+        links.add(raw.as_bytes());
+        match links.links.pop()?.0 {
+            LinkKind::OnBase { text, .. } => Some(text),
+            LinkKind::Parsed(_) => None,
+        }
     }
 
     #[test]
-    fn plain_relative_paths_are_resolved_by_hand_as_join_would() {
+    fn plain_links_are_resolved_by_hand_as_join_would() {
         let base = "https://u:p@example.com:8443/a/b/c.html?q=1#f";
         for (raw, resolved) in [
             ("x.html", "https://u:p@example.com:8443/a/b/x.html"),
@@ -1335,7 +1442,16 @@ mod tests {
             ("/", "https://u:p@example.com:8443/"),
             ("/x/../y/.", "https://u:p@example.com:8443/y/"),
             ("~me", "https://u:p@example.com:8443/a/b/~me"),
-            // An absolute link to the base's own site, as `Url` writes it.
+            // A query, with or without a path, and one decoded first.
+            ("x?y=1&z", "https://u:p@example.com:8443/a/b/x?y=1&z"),
+            ("?page=2", "https://u:p@example.com:8443/a/b/c.html?page=2"),
+            ("../?a=%20/?", "https://u:p@example.com:8443/a/?a=%20/?"),
+            (
+                "x?a=1&amp;b=2",
+                "https://u:p@example.com:8443/a/b/x?a=1&b=2",
+            ),
+            // Absolute links, to this site or another, written as `Url`
+            // writes them.
             (
                 "https://u:p@example.com:8443/z",
                 "https://u:p@example.com:8443/z",
@@ -1344,9 +1460,13 @@ mod tests {
                 "https://u:p@example.com:8443",
                 "https://u:p@example.com:8443/",
             ),
+            ("http://other.org", "http://other.org/"),
+            ("http://other.org/a/../b?c", "http://other.org/b?c"),
+            ("http://other.org?c", "http://other.org/?c"),
+            ("http://127.0.0.1:3000//x", "http://127.0.0.1:3000//x"),
         ] {
             assert_eq!(by_hand(base, raw).as_deref(), Some(resolved), "{raw}");
-            let joined = url(base).join(raw).unwrap();
+            let joined = url(base).join(&decode_value(raw.as_bytes())).unwrap();
             assert_eq!(joined.as_str(), resolved, "{raw} as join resolves it");
         }
     }
@@ -1357,16 +1477,20 @@ mod tests {
         for raw in [
             "",
             "//other.org/x",
-            "a?b",
             "a%2e%2e/b",
             "a\\b",
             "a:b",
             "caf\u{e9}",
             "a&amp;b",
+            "a?b&#39;c",
+            "a&#35;b",
+            "a?b\\c",
+            // A site not written as `Url` writes it.
             "HTTP://example.com/x",
             "http://example.com:80/x",
-            "http://example.com.evil/x",
-            "https://example.com/x",
+            "http://EXAMPLE.com/x",
+            "http://u@/x",
+            "http://[::1/x",
         ] {
             assert_eq!(by_hand(base, raw), None, "{raw}");
         }
@@ -1385,12 +1509,15 @@ mod tests {
     #[test]
     fn a_link_resolved_by_hand_parses_to_its_text_and_shares_its_base() {
         let page = url("http://example.com:3000/dir/page.html?x");
-        let links = extract_links(b"<a href=../a/b> <a href=c> <a href='d?e'>", &page);
+        let links = extract_links(
+            b"<a href=../a/b> <a href=c> <a href='d?e'> <a href=f%2e>",
+            &page,
+        );
         let by_hand: Vec<&Link> = links
             .iter()
             .filter(|link| matches!(link.0, LinkKind::OnBase { .. }))
             .collect();
-        assert_eq!(by_hand.len(), 2, "{links:?}");
+        assert_eq!((by_hand.len(), links.len()), (3, 4), "{links:?}");
         for link in links {
             let parsed = Url::parse(link.as_str()).unwrap();
             assert_eq!(link.to_url(), parsed);

@@ -133,6 +133,13 @@ fn corners(page: &Url) {
         b"href=a//b href=/../x href=/./y/ href=~user href=- href=_ href=... href=.a",
         b"href=a/b/../../.. href=../a/.././b href=.././.. href=/ href=// href=///x",
         b"href=a%2e%2e/b href=%2e%2e/c href=a\\b href=A.HTML href=caf\xc3\xa9",
+        // Queries, absolute links to this site and others, written as
+        // `Url` writes them or not, and a base with a fragment of its own.
+        b"href=?q href=a?b=1&amp;c href=../?x/y?z href=a?b&#39;c href=a?&#35;b href=a?b\\c",
+        b"href=http://example.com href=https://example.com:443/x href=http://Example.com/y",
+        b"href=http://example.com?z href=http://127.0.0.1:3000/../a href=https://u:pw@example.com:8443",
+        b"href=http://other.org//a/./b/.. href=http://[::1]:80/ href=http://x:99999/ href=http://a.b./",
+        b"<base href=b#frag><a href=#top><a href=?q>",
         // Near misses at every alignment of the 32-byte blocks.
         b"                               href=a hre=b hxxf=c HrEF=d",
         b"h  f h  F H  f                  h href=\"e\"",
@@ -187,6 +194,10 @@ const PIECES: &[&[u8]] = &[
     b"\xe9",
     b"%20",
     b"?q=1",
+    b"?",
+    b"http://localhost:8000",
+    b"https://other.example",
+    b"&#39;",
 ];
 
 /// `body` with a few random edits: pieces inserted, bytes deleted or
