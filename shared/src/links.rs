@@ -30,10 +30,11 @@
 //! default (see `PageHash` for why that is safe).
 //!
 //! A link comes out as a [`Link`], its URL as text, not as a parsed `Url`:
-//! the common relative paths (`page.html`, `../std/index.html`) are resolved
-//! to text by hand (`resolve_plain`, held to `Url::join` by the same tests
-//! and fuzzer), and a lesson parses a link ([`Link::to_url`]) only when its
-//! seen-set says it is new — most links a crawl meets are not.
+//! the common shapes (`page.html`, `../std/index.html`, `?page=2`,
+//! `https://example.com/a?b`) are resolved to text by hand
+//! (`resolve_plain`, held to `Url::join` by the same tests and fuzzer), and
+//! a lesson parses a link ([`Link::to_url`]) only when its seen-set says it
+//! is new — most links a crawl meets are not.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
