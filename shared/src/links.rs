@@ -46,6 +46,20 @@ use url::Url;
 
 pub mod reference;
 
+/// `$test` for each of the 256 bytes, as a table built at compile time:
+/// reading it is one load a byte where the test is several comparisons.
+macro_rules! byte_table {
+    ($test:ident) => {{
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            table[b] = $test(b as u8);
+            b += 1;
+        }
+        table
+    }};
+}
+
 /// The course's link regex (spec, "Precise rules").
 pub const LINK_PATTERN: &str = r#"(?i)href\s*=\s*["']?([^\s"'<>]+)"#;
 
@@ -286,15 +300,7 @@ const fn ends_value(b: u8) -> bool {
 /// but the last); a test of 16 bytes at a time was slower on values this
 /// short.
 fn value_end(body: &[u8], from: usize) -> usize {
-    static ENDS: [bool; 256] = {
-        let mut table = [false; 256];
-        let mut b = 0;
-        while b < 256 {
-            table[b] = ends_value(b as u8);
-            b += 1;
-        }
-        table
-    };
+    static ENDS: [bool; 256] = byte_table!(ends_value);
     body[from..]
         .iter()
         .position(|&b| ENDS[usize::from(b)])
@@ -554,15 +560,7 @@ const fn is_plain(b: u8) -> bool {
 }
 
 /// [`is_plain`] for each of the 256 bytes: one load a byte.
-static PLAIN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = is_plain(b as u8);
-        b += 1;
-    }
-    table
-};
+static PLAIN: [bool; 256] = byte_table!(is_plain);
 
 /// What [`resolve_plain`] needs of a base, worked out once per page.
 struct PlainBase<'a> {
@@ -601,21 +599,13 @@ impl<'a> PlainBase<'a> {
 
 /// A byte a link's query may hold and still be resolved by hand: any
 /// printable ASCII byte but the ones the URL parser would percent-encode in
-/// a query (`"`, `'`, `<`, `>`) or cut it at (`#`), and `\\`.
+/// a query (`"`, `'`, `<`, `>`) or cut it at (`#`), and `\`.
 const fn is_query_plain(b: u8) -> bool {
     matches!(b, 0x21..=0x7e) && !matches!(b, b'"' | b'#' | b'\'' | b'<' | b'>' | b'\\')
 }
 
 /// [`is_query_plain`] for each of the 256 bytes.
-static QUERY_PLAIN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = is_query_plain(b as u8);
-        b += 1;
-    }
-    table
-};
+static QUERY_PLAIN: [bool; 256] = byte_table!(is_query_plain);
 
 /// A link [`resolve_plain`] resolved: its text, where its path starts in it,
 /// and its site (`scheme://host:port`) when that is not the base's.
