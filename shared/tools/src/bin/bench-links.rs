@@ -20,6 +20,13 @@
 //! table gives the median throughput of each and their ratio: a before and
 //! after from one run on one machine.
 //!
+//! The two `extract_links` give the same links in different forms: the
+//! reference parses each into a `Url`, as the crawler once did; the course's
+//! gives each as its `Url`'s text (a [`shared::links::Link`]), and a crawler
+//! parses only the links new to it. The time to parse those few is the
+//! crawler's, and shows in the crawl benchmarks (`course-bench speed`), not
+//! here.
+//!
 //! Run it in release mode: a debug build is ten times slower and says
 //! nothing about the code.
 
