@@ -37,7 +37,7 @@
 //! is new — most links a crawl meets are not.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, OnceLock};
 
@@ -173,10 +173,11 @@ const BLOCK: usize = 32;
 /// other candidates are kept for the next call, so a page with a link every
 /// few hundred bytes does not test its blocks twice.
 ///
-/// The same block is asked the same question about `<base` (`<` here, `s`
-/// three bytes on) until one is found: a page must be read to its end
-/// before its first link is resolved, since a `<base>` anywhere sets the
-/// base of every link, and one pass for both halves the reading. The
+/// The same loop asks each block the same question about `<base` (`<`
+/// here, `s` three bytes on), and the block's positions are checked until
+/// the first one is found: a `<base>` anywhere sets the base of every
+/// link, so `extract_links` must know whether the page has one, and
+/// noting it on the way spares pages without one a second reading. The
 /// blocks a caller skips lie inside an `href` and its value, which hold no
 /// `<`, so no `<base` is missed.
 struct Finder<'a> {
@@ -548,7 +549,7 @@ impl From<Link> for String {
     }
 }
 
-/// A byte a relative link may hold and still be resolved by hand: ASCII
+/// A byte a link's path may hold and still be resolved by hand: ASCII
 /// letters and digits, `-`, `.`, `_`, `~` and `/`. None of them needs
 /// percent-encoding in a path or means anything to the URL parser but `/`
 /// (a segment break) and `.` (in a `.` or `..` segment). What the others
@@ -769,8 +770,9 @@ struct PageLinks<'a> {
     /// [`Link::to_url`]), made when the first one is found.
     shared_base: Option<Arc<Url>>,
     /// The other sites absolute links were resolved by hand on, each parsed
-    /// once: `None` for one not written as `Url` writes it.
-    sites: Vec<(String, Option<Arc<Url>>)>,
+    /// once: `None` for one not written as `Url` writes it. (A map, not a
+    /// list: a hostile page may name a hundred thousand sites.)
+    sites: HashMap<String, Option<Arc<Url>>, PageHash>,
     /// The raw values resolved so far, fragment cut off.
     seen_values: HashSet<&'a [u8], PageHash>,
     links: Vec<Link>,
@@ -782,7 +784,7 @@ impl<'a> PageLinks<'a> {
             base,
             plain: PlainBase::new(base),
             shared_base: None,
-            sites: Vec::new(),
+            sites: HashMap::with_hasher(PageHash::new()),
             // Sized for a link every few hundred bytes, so that a page of
             // links does not rehash its set again and again as it grows.
             seen_values: HashSet::with_capacity_and_hasher(
@@ -837,7 +839,7 @@ impl<'a> PageLinks<'a> {
     /// The `Url` a link resolved by hand is made from ([`Link::to_url`]):
     /// the page's base, or for an absolute link to another site, that site
     /// (`http://host:port/`) parsed once per page. `None` when the site is
-    /// not written exactly as `Url` would write it (`HTTP://Host:80`): the
+    /// not written exactly as `Url` would write it (`http://Host:80`): the
     /// link is then left to `Url::join`, which knows every way to write one.
     fn site_base(&mut self, site: Option<&str>) -> Option<Arc<Url>> {
         let Some(site) = site else {
@@ -847,14 +849,14 @@ impl<'a> PageLinks<'a> {
                     .get_or_insert_with(|| Arc::new(base.clone())),
             ));
         };
-        if let Some((_, parsed)) = self.sites.iter().find(|(known, _)| known == site) {
+        if let Some(parsed) = self.sites.get(site) {
             return parsed.clone();
         }
         let parsed = Url::parse(site)
             .ok()
             .filter(|url| &url[..url::Position::BeforePath] == site && url.path() == "/")
             .map(Arc::new);
-        self.sites.push((site.to_owned(), parsed.clone()));
+        self.sites.insert(site.to_owned(), parsed.clone());
         parsed
     }
 
@@ -1371,6 +1373,19 @@ mod tests {
         assert_eq!(find_base(&body), None);
         body.extend_from_slice(b"href=/found/");
         assert_eq!(find_base(&body).as_deref(), Some("/found/"));
+    }
+
+    #[test]
+    fn many_sites_on_one_page_are_looked_up_not_searched() {
+        // A list of the sites seen would be searched once per link: 50,000
+        // links to 50,000 sites, a billion comparisons. A map is one each.
+        let body: String = (0..50_000)
+            .map(|i| format!("<a href=http://h{i}.example/p>"))
+            .collect();
+        let links = extract_links(body.as_bytes(), &url("http://example.com/"));
+        assert_eq!(links.len(), 50_000);
+        assert_eq!(links[49_999].as_str(), "http://h49999.example/p");
+        assert_eq!(links[49_999].host_str(), Some("h49999.example"));
     }
 
     #[test]
