@@ -165,8 +165,9 @@ const BLOCK: usize = 32;
 /// asks one cheap question — is `h` here and `f` three bytes on, in either
 /// case? (`| 0x20` folds an ASCII letter to lower case) — as a
 /// plain loop over fixed-size arrays, which the compiler turns into a few
-/// vector instructions; a block with no such position is skipped whole, and
-/// only where one is found is the whole word compared. This is the idea of
+/// vector instructions; a block with no such position is skipped whole (it
+/// is only asked whether any position says yes, which is cheaper than
+/// noting which), and only where one is found is the whole word compared. This is the idea of
 /// the "packed pair" searches in fast substring finders, in safe Rust: it
 /// runs several times faster than the regex engine's own search for the 16
 /// spellings of `(?i)href`, which was a quarter of link finding. The block's
@@ -220,7 +221,6 @@ impl<'a> Finder<'a> {
 
     /// Where the next `href` starts at or after `from`.
     fn next_href(&mut self, from: usize) -> Option<usize> {
-        let fold = |b: u8| b | 0x20;
         loop {
             for k in 0..BLOCK / 8 {
                 while self.candidates[k] != 0 {
@@ -232,14 +232,24 @@ impl<'a> Finder<'a> {
                     }
                 }
             }
-            let pos = self.next_block.max(from);
             let body = self.body;
-            // The block, and the same shifted by three bytes.
-            let (Some(Ok(here)), Some(Ok(third))) = (
-                body.get(pos..pos + BLOCK).map(<&[u8; BLOCK]>::try_from),
-                body.get(pos + 3..pos + 3 + BLOCK)
-                    .map(<&[u8; BLOCK]>::try_from),
-            ) else {
+            let mut pos = self.next_block.max(from);
+            // Most blocks answer no to both questions at every position, so
+            // first each is only asked whether any position says yes (which
+            // compiles to fewer instructions than noting which), and skipped
+            // if none does.
+            while let Some((here, third)) = block_at(body, pos) {
+                let mut any = false;
+                for i in 0..BLOCK {
+                    let (href, base) = questions(here[i], third[i]);
+                    any |= href | base;
+                }
+                if any {
+                    break;
+                }
+                pos += BLOCK;
+            }
+            let Some((here, third)) = block_at(body, pos) else {
                 // Too little left for a block: one position at a time.
                 for i in pos..body.len() {
                     self.note_base(i);
@@ -251,20 +261,20 @@ impl<'a> Finder<'a> {
                 self.next_block = body.len();
                 return None;
             };
-            // Both questions in one loop, over bytes loaded once.
+            // A block that says yes somewhere: which positions.
             let mut hrefs = [0u8; BLOCK];
-            let mut bases = 0u8;
+            let mut bases = false;
             for i in 0..BLOCK {
-                let third = fold(third[i]);
-                hrefs[i] = u8::from((fold(here[i]) == b'h') & (third == b'f'));
-                bases |= u8::from((here[i] == b'<') & (third == b's'));
+                let (href, base) = questions(here[i], third[i]);
+                hrefs[i] = u8::from(href);
+                bases |= base;
             }
             for (k, word) in hrefs.chunks_exact(8).enumerate() {
                 if let Ok(word) = <[u8; 8]>::try_from(word) {
                     self.candidates[k] = u64::from_le_bytes(word);
                 }
             }
-            if bases != 0 && self.first_base.is_none() {
+            if bases && self.first_base.is_none() {
                 for i in pos..pos + BLOCK {
                     self.note_base(i);
                 }
@@ -273,6 +283,26 @@ impl<'a> Finder<'a> {
             self.next_block = pos + BLOCK;
         }
     }
+}
+
+/// The block of `body` at `pos`, and the same shifted by three bytes;
+/// `None` when too little is left.
+fn block_at(body: &[u8], pos: usize) -> Option<(&[u8; BLOCK], &[u8; BLOCK])> {
+    let here = body.get(pos..pos + BLOCK)?.try_into().ok()?;
+    let third = body.get(pos + 3..pos + 3 + BLOCK)?.try_into().ok()?;
+    Some((here, third))
+}
+
+/// [`Finder`]'s two questions about one position, given its byte and the
+/// byte three on: may an `href` start here (`h` here, `f` three on, either
+/// case; `| 0x20` folds an ASCII letter to lower case), and may a `<base`
+/// (`<` here, `s` three on)?
+fn questions(here: u8, third: u8) -> (bool, bool) {
+    let third = third | 0x20;
+    (
+        (here | 0x20 == b'h') & (third == b'f'),
+        (here == b'<') & (third == b's'),
+    )
 }
 
 /// The regex's `\s` in bytes mode: `[\t\n\x0B\x0C\r ]`.
@@ -791,7 +821,10 @@ impl<'a> PageLinks<'a> {
                 (body_len / 256).min(1 << 16),
                 PageHash::new(),
             ),
-            links: Vec::new(),
+            // A page of the course's sites has a link or so per kibibyte:
+            // room for that much saves the list growing from nothing on
+            // every page, which showed in the crawl.
+            links: Vec::with_capacity((body_len / 1024).min(1 << 12)),
         }
     }
 
@@ -863,6 +896,22 @@ impl<'a> PageLinks<'a> {
     /// The links, each URL once, in first-seen order.
     fn finish(self) -> Vec<Link> {
         let mut links = self.links;
+        // A page with a few links compares them pairwise: fewer steps than
+        // hashing each, and no set to allocate. The first `kept` are the
+        // distinct ones so far, in order; a link not among them is swapped
+        // to the end of them (what it swaps with is a repeat, already
+        // judged).
+        if links.len() <= FEW {
+            let mut kept = 0;
+            for i in 0..links.len() {
+                if !links[..kept].iter().any(|link| *link == links[i]) {
+                    links.swap(kept, i);
+                    kept += 1;
+                }
+            }
+            links.truncate(kept);
+            return links;
+        }
         // Compare the texts in place rather than cloning every link into a set.
         let keep: Vec<bool> = {
             let mut seen = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
@@ -877,7 +926,10 @@ impl<'a> PageLinks<'a> {
     }
 }
 
-/// The hash of the two sets [`extract_links`] keeps for one page.
+/// Up to how many links [`PageLinks::finish`] compares pairwise.
+const FEW: usize = 16;
+
+/// The hash of the sets [`extract_links`] keeps for one page.
 ///
 /// `std`'s default, SipHash-1-3, is built to resist *hash flooding*: keys
 /// chosen to collide, so that every insert walks a long chain. Its price is
@@ -1531,6 +1583,27 @@ mod tests {
             assert_eq!(link.scheme(), parsed.scheme());
             assert_eq!(link.host_str(), parsed.host_str());
             assert_eq!(link.to_string(), String::from(link.clone()));
+        }
+    }
+
+    #[test]
+    fn links_that_name_one_url_are_kept_once_on_small_and_large_pages() {
+        // `finish` compares a few links pairwise and hashes many: both ways
+        // keep the first of each URL, in order. Each URL is written three
+        // ways (`pN.html`, `./pN.html`, `/dir/pN.html`), which the page's
+        // set of raw values cannot tell apart.
+        for n in [1, 5, FEW / 3, FEW / 3 + 1, FEW, 40] {
+            let mut body = String::new();
+            for form in ["", "./", "/dir/"] {
+                for i in (0..n).rev() {
+                    body += &format!("<a href=\"{form}p{i}.html\">");
+                }
+            }
+            let expected: Vec<String> = (0..n)
+                .rev()
+                .map(|i| format!("http://example.com/dir/p{i}.html"))
+                .collect();
+            assert_eq!(links(&body), expected, "{n} URLs");
         }
     }
 
