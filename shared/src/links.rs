@@ -714,6 +714,13 @@ fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v
 /// Append the path `segments` (no leading `/`) to `text`, whose path
 /// starts at `path_start`, applying `.` and `..` as they come.
 fn push_segments(text: &mut String, path_start: usize, segments: &str) {
+    // Only a segment that starts with `.` can be `.` or `..`: a path with
+    // none (`a/b/c.html`, most of them) is added whole.
+    if !segments.starts_with('.') && !segments.as_bytes().windows(2).any(|w| w == b"/.") {
+        text.push('/');
+        text.push_str(segments);
+        return;
+    }
     let mut rest = Some(segments);
     while let Some(segments) = rest {
         // Segments are a few bytes: a plain loop finds the `/` sooner than
@@ -1501,6 +1508,16 @@ mod tests {
             ("/", "https://u:p@example.com:8443/"),
             ("/x/../y/.", "https://u:p@example.com:8443/y/"),
             ("~me", "https://u:p@example.com:8443/a/b/~me"),
+            // Segments that start with `.` but are not `.` or `..`.
+            (
+                ".well-known/x",
+                "https://u:p@example.com:8443/a/b/.well-known/x",
+            ),
+            (
+                "d/.e/..f/.../g.",
+                "https://u:p@example.com:8443/a/b/d/.e/..f/.../g.",
+            ),
+            ("/d/.e", "https://u:p@example.com:8443/d/.e"),
             // A query, with or without a path, and one decoded first.
             ("x?y=1&z", "https://u:p@example.com:8443/a/b/x?y=1&z"),
             ("?page=2", "https://u:p@example.com:8443/a/b/c.html?page=2"),
