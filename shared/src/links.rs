@@ -167,12 +167,13 @@ const BLOCK: usize = 32;
 /// plain loop over fixed-size arrays, which the compiler turns into a few
 /// vector instructions; a block with no such position is skipped whole (it
 /// is only asked whether any position says yes, which is cheaper than
-/// noting which), and only where one is found is the whole word compared. This is the idea of
-/// the "packed pair" searches in fast substring finders, in safe Rust: it
-/// runs several times faster than the regex engine's own search for the 16
-/// spellings of `(?i)href`, which was a quarter of link finding. The block's
-/// other candidates are kept for the next call, so a page with a link every
-/// few hundred bytes does not test its blocks twice.
+/// noting which), and only where one is found is the whole word compared.
+/// This is the idea of the "packed pair" searches in fast substring
+/// finders, in safe Rust: it runs several times faster than the regex
+/// engine's own search for the 16 spellings of `(?i)href`, which was a
+/// quarter of link finding. The block's other candidates are kept for the
+/// next call, so a page with a link every few hundred bytes does not test
+/// its blocks twice.
 ///
 /// The same loop asks each block the same question about `<base` (`<`
 /// here, `s` three bytes on), and the block's positions are checked until
