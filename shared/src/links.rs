@@ -1608,9 +1608,10 @@ mod tests {
     fn links_that_name_one_url_are_kept_once_on_small_and_large_pages() {
         // `finish` compares a few links pairwise and hashes many: both ways
         // keep the first of each URL, in order. Each URL is written three
-        // ways (`pN.html`, `./pN.html`, `/dir/pN.html`), which the page's
-        // set of raw values cannot tell apart.
-        for n in [1, 5, FEW / 3, FEW / 3 + 1, FEW, 40] {
+        // ways (`pN.html`, `./pN.html`, `/dir/pN.html`): three raw values,
+        // so only comparing the resolved texts finds the repeats. Up to
+        // `FEW / 3` URLs the page has at most `FEW` links.
+        for n in [1, 2, FEW / 3, FEW / 3 + 1, FEW, 40] {
             let mut body = String::new();
             for form in ["", "./", "/dir/"] {
                 for i in (0..n).rev() {
