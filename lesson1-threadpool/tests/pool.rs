@@ -86,7 +86,12 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
             })
             .unwrap();
             for n in 0..10 {
-                pool.add_task(n).unwrap();
+                // A worker may reach item 7, panic and shut the pool down
+                // before the last items are added: they are then refused,
+                // which is the pool working, not what this test is about.
+                if pool.add_task(n).is_err() {
+                    break;
+                }
             }
             let _ = done.send(pool.wait_completion().map_err(|e| e.to_string()));
         });
