@@ -12,6 +12,21 @@ use shared::http::ResponseParser;
 use shared::log::{Level, Log};
 use shared::{Config, CrawlReport, Lesson};
 
+/// A loopback listener whose accept queue holds 4,096 connections (the
+/// kernel caps it at `net.core.somaxconn`), not the standard library's 128.
+/// The crawls of these tests open hundreds to a thousand connections at
+/// once; a queue that overflows makes the kernel reset one now and then,
+/// which would fail a test for the server's sake, not the crawler's.
+fn roomy_listener() -> std::net::TcpListener {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a TCP socket");
+    socket
+        .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind 127.0.0.1:0");
+    socket.listen(4096).expect("listen");
+    socket.into()
+}
+
 fn config(lesson: Lesson, root: String) -> Config {
     let mut config = Config::new(lesson, [root]);
     config.log = Log::capture(Level::Info);
@@ -38,7 +53,8 @@ fn outcomes(report: &CrawlReport) -> BTreeMap<String, String> {
 #[test]
 fn a_generated_site_gives_the_same_urls_as_lessons_1_and_2() {
     let site = generate(&SiteSpec::new(2000));
-    let server = TestServer::start(site.to_site());
+    let server =
+        TestServer::start_on(roomy_listener(), site.to_site()).expect("start the test server");
     let root = server.url("/");
 
     let three = lesson3_generators::crawl(&config(Lesson::Three, root.clone())).unwrap();
@@ -115,7 +131,7 @@ fn crawl_in_a_child_with_few_descriptors(budget: &str) -> usize {
     for i in 0..MANY_LINKS {
         site = site.page(&format!("/p/{i}"), "a page");
     }
-    let server = TestServer::start(site);
+    let server = TestServer::start_on(roomy_listener(), site).expect("start the test server");
     let exe = std::env::current_exe().unwrap();
     let out = Command::new("sh")
         .arg("-c")
@@ -150,7 +166,12 @@ fn crawl_in_a_child_with_few_descriptors(budget: &str) -> usize {
 fn ten_thousand_links_under_ulimit_1024() {
     // The spec's descriptor promise, as lesson 2 keeps it: a page of 10,000
     // links, crawled by a process that may open only 1,024 files.
-    shared::behaviour::many_links_under_fd_limit(env!("CARGO_BIN_EXE_lesson3"), 10_000, 1024);
+    shared::behaviour::many_links_under_fd_limit(
+        env!("CARGO_BIN_EXE_lesson3"),
+        10_000,
+        1024,
+        roomy_listener(),
+    );
 }
 
 #[test]

@@ -587,8 +587,15 @@ pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
 /// once (2 and 3): a page with `links` links, crawled by the lesson's
 /// *program* in a process that may open only `fd_limit` files, completes
 /// with every URL fetched. The server stays in this process, which keeps its
-/// own, higher limit.
-pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
+/// own, higher limit, and serves on `listener`: the crawler opens nearly
+/// `fd_limit` connections at once, so its queue must hold that many (see
+/// [`TestServer::start_on`]).
+pub fn many_links_under_fd_limit(
+    program: &str,
+    links: usize,
+    fd_limit: usize,
+    listener: std::net::TcpListener,
+) {
     let _shared = sharing_descriptors();
     let page: String = (0..links)
         .map(|i| format!("<a href=\"/p/{i}\">{i}</a>\n"))
@@ -597,7 +604,10 @@ pub fn many_links_under_fd_limit(program: &str, links: usize, fd_limit: usize) {
     for i in 0..links {
         site = site.page(&format!("/p/{i}"), "a page");
     }
-    let server = TestServer::start(site);
+    let server = match TestServer::start_on(listener, site) {
+        Ok(server) => server,
+        Err(e) => panic!("cannot serve on the listener given: {e}"),
+    };
     let run = run_program(program, &["-q", &server.url("/")], Some(fd_limit));
     assert_complete(&run, &format!("{program} under ulimit -n {fd_limit}"));
     assert!(
