@@ -1,6 +1,7 @@
 //! Tests of `src/fetch.rs`, through its public API.
 
 use lesson1_threadpool::fetch::*;
+use shared::fixtures::server::refused_addr;
 use shared::http::{Limits, Response};
 use shared::net::Resolver;
 use shared::{FailKind, FetchError};
@@ -56,11 +57,7 @@ fn a_complete_response_comes_back() {
 
 #[test]
 fn a_closed_port_is_a_connect_error() {
-    let port = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+    let url = Url::parse(&format!("http://{}/", refused_addr())).unwrap();
     let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
     assert_eq!(err.kind, FailKind::Connect, "{err}");
 }

@@ -1,6 +1,7 @@
 //! Tests of `src/busy_loop.rs`, through its public API.
 
 use lesson2_callbacks::busy_loop::*;
+use shared::fixtures::server::refused_addr;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::net::TcpListener;
@@ -50,11 +51,7 @@ fn spinning_gets_the_response_but_burns_a_spin_per_wasted_check() {
 
 #[test]
 fn a_refused_connection_is_an_error_not_an_endless_spin() {
-    // A port that was just free: nothing listens there.
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = refused_addr();
     let deadline = Instant::now() + Duration::from_secs(10);
     let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);

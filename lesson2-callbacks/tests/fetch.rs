@@ -2,6 +2,7 @@
 
 use lesson2_callbacks::event_loop::EventLoop;
 use lesson2_callbacks::fetch::*;
+use shared::fixtures::server::refused_addr;
 use shared::http::{Limits, Response};
 use shared::net::Resolver;
 use shared::trace::FetchSpan;
@@ -156,10 +157,7 @@ fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
 
 #[test]
 fn a_refused_address_is_skipped_for_the_next() {
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = refused_addr();
     let (addr, server) = server(|mut conn| {
         read_request(&mut conn);
         conn.write_all(b"HTTP/1.0 204 No Content\r\n\r\n").unwrap();
@@ -180,10 +178,7 @@ fn a_refused_address_is_skipped_for_the_next() {
 
 #[test]
 fn when_every_address_refuses_it_is_a_connect_error() {
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = refused_addr();
     let err = error(fetch_one(
         &format!("http://{closed}/"),
         Duration::from_secs(10),

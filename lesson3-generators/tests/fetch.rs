@@ -14,7 +14,7 @@ use std::time::Duration;
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::fetch::{connect_any, Fetched, Fetcher, InFlight};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;
-use shared::fixtures::server::{Route, Site, TestServer};
+use shared::fixtures::server::{refused_addr, Route, Site, TestServer};
 use shared::http::{Limits, Response, ResponseParser};
 use shared::net::Resolver;
 use shared::{FailKind, FetchError};
@@ -138,10 +138,7 @@ fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
 
 #[test]
 fn a_refused_connect_tells_the_whole_story() {
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = refused_addr();
     let url = format!("http://{addr}/");
     for which in BOTH {
         let err = error(which, fetch(which, &url, TEN_SECS, Limits::default()));
@@ -237,10 +234,7 @@ fn https_is_refused_before_any_socket() {
 #[test]
 fn connect_any_skips_a_refused_address_for_the_next() {
     // As when `localhost` gives `::1` first and nothing listens there.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = refused_addr();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let open = listener.local_addr().unwrap();
     let event_loop = EventLoop::new().unwrap();

@@ -151,10 +151,7 @@ fn a_released_connection_goes_to_a_waiting_fetch() {
 
 #[test]
 fn https_and_closed_ports_are_fetch_errors() {
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap()
-    };
+    let closed = shared::fixtures::server::refused_addr();
     run(async move {
         let pool = ConnectionPool::new(10, 10);
         let https = Url::parse("https://127.0.0.1/").unwrap();

@@ -20,6 +20,7 @@ use lesson4_asyncio_style::queue::Queue;
 use lesson4_asyncio_style::sleep::sleep;
 use lesson4_asyncio_style::socket::Socket;
 use lesson4_asyncio_style::wait_for::{wait_for, TimeoutError};
+use shared::fixtures::server::refused_addr;
 
 /// A loop on a test clock, and the clock.
 fn test_loop() -> (EventLoop, Rc<TestClock>) {
@@ -635,10 +636,7 @@ fn sockets_connect_write_and_read_through_the_loop() {
 
 #[test]
 fn connecting_to_a_closed_port_fails() {
-    let addr = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap()
-    };
+    let addr = refused_addr();
     let err =
         lesson4_asyncio_style::event_loop::run(
             async move { Socket::connect(&addr).await.map(|_| ()) },

@@ -515,11 +515,7 @@ pub fn duplicate_roots(lesson: Lesson, crawl: CrawlFn) {
 /// A root on a closed port: a `connect` failure, and no status received (the
 /// program then exits 1).
 pub fn closed_port(lesson: Lesson, crawl: CrawlFn) {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-        listener.local_addr().expect("local addr").port()
-    };
-    let root = format!("http://127.0.0.1:{port}/");
+    let root = format!("http://{}/", crate::fixtures::server::refused_addr());
     let mut config = Config::new(lesson, [root.clone()]);
     config.log = Log::capture(Level::Debug);
     config.timeout = Duration::from_secs(5);
@@ -851,11 +847,7 @@ pub fn exit_status_follows_status_lines(program: &str, args: &[&str]) {
     );
     assert!(!run.stderr.contains("Is a site running?"), "{}", run.stderr);
 
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-        listener.local_addr().expect("local addr").port()
-    };
-    let closed = format!("http://127.0.0.1:{port}/");
+    let closed = format!("http://{}/", crate::fixtures::server::refused_addr());
     let mut all: Vec<&str> = args.to_vec();
     all.push(&closed);
     let run = run_program(program, &all, None);
