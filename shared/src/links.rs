@@ -664,38 +664,62 @@ struct Resolved<'v> {
 /// port) is for the caller to check ([`PageLinks::site_base`]).
 fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v>> {
     let before_path = base.before_path?;
-    // (A `#` here came from a character reference, `&#35;`, and starts a
-    // fragment after all: neither table below lets it through.)
-    let (reference, query) = match value.bytes().position(|b| b == b'?') {
-        Some(mark) => (&value[..mark], Some(&value[mark + 1..])),
-        None => (value, None),
+    // The site, if the value names one: up to the `/` or `?` after it.
+    let (site, rest) = match value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"))
+    {
+        Some(after_scheme) => {
+            let authority = after_scheme
+                .bytes()
+                .position(|b| b == b'/' || b == b'?')
+                .unwrap_or(after_scheme.len());
+            let (site, rest) = value.split_at(value.len() - after_scheme.len() + authority);
+            (Some(site), rest)
+        }
+        None if value.starts_with("//") => return None,
+        None => (None, value),
     };
+    // One pass over the path: where it ends, whether every byte is plain,
+    // and whether a segment starts with `.` (only such a segment can be `.`
+    // or `..`; most paths have none, and are added whole). Values are tens
+    // of bytes, and resolving is done for every new value of a page, so
+    // this is one loop where separate searches would read the value four
+    // times.
+    let bytes = rest.as_bytes();
+    let mut end = 0;
+    let mut previous = b'/';
+    let mut dot_segment = false;
+    while let Some(&b) = bytes.get(end) {
+        if b == b'?' {
+            break;
+        }
+        if !PLAIN[usize::from(b)] {
+            return None;
+        }
+        dot_segment |= b == b'.' && previous == b'/';
+        previous = b;
+        end += 1;
+    }
+    // (A `#` here came from a character reference, `&#35;`, and starts a
+    // fragment after all: neither table lets it through.)
+    let (path, query) = rest.split_at(end);
+    let query = query.strip_prefix('?');
     if !query.is_none_or(|query| query.bytes().all(|b| QUERY_PLAIN[usize::from(b)])) {
         return None;
     }
-    let (site, path) = match reference
-        .strip_prefix("http://")
-        .or_else(|| reference.strip_prefix("https://"))
-    {
-        Some(after_scheme) => {
-            let authority = after_scheme.find('/').unwrap_or(after_scheme.len());
-            let (site, path) = reference.split_at(reference.len() - after_scheme.len() + authority);
-            (Some(site), if path.is_empty() { "/" } else { path })
-        }
-        None if reference.starts_with("//") => return None,
-        None => (None, reference),
+    let path = match path {
+        "" if site.is_some() => "/",
+        path => path,
     };
-    if !path.bytes().all(|b| PLAIN[usize::from(b)]) {
-        return None;
-    }
     let mut text = String::with_capacity(before_path.len() + base.path.len() + value.len() + 2);
     text.push_str(site.unwrap_or(before_path));
     let path_start = text.len();
     if let Some(absolute) = path.strip_prefix('/') {
-        push_segments(&mut text, path_start, absolute);
+        push_segments(&mut text, path_start, absolute, dot_segment);
     } else if !path.is_empty() {
         text.push_str(base.dir?);
-        push_segments(&mut text, path_start, path);
+        push_segments(&mut text, path_start, path, dot_segment);
     } else {
         // A query alone (`?page=2`).
         query?;
@@ -713,11 +737,11 @@ fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v
 }
 
 /// Append the path `segments` (no leading `/`) to `text`, whose path
-/// starts at `path_start`, applying `.` and `..` as they come.
-fn push_segments(text: &mut String, path_start: usize, segments: &str) {
-    // Only a segment that starts with `.` can be `.` or `..`: a path with
-    // none (`a/b/c.html`, most of them) is added whole.
-    if !segments.starts_with('.') && !segments.as_bytes().windows(2).any(|w| w == b"/.") {
+/// starts at `path_start`, applying `.` and `..` as they come. Only a
+/// segment that starts with `.` can be `.` or `..`: a path with none
+/// (`dot_segment` false: `a/b/c.html`, most of them) is added whole.
+fn push_segments(text: &mut String, path_start: usize, segments: &str, dot_segment: bool) {
+    if !dot_segment {
         text.push('/');
         text.push_str(segments);
         return;
@@ -812,7 +836,7 @@ struct PageLinks<'a> {
     /// list: a hostile page may name a hundred thousand sites.)
     sites: HashMap<String, Option<Arc<Url>>, PageHash>,
     /// The raw values resolved so far, fragment cut off.
-    seen_values: HashSet<&'a [u8], PageHash>,
+    seen_values: HashSet<PageKey<'a>, PageHash>,
     links: Vec<Link>,
 }
 
@@ -844,7 +868,7 @@ impl<'a> PageLinks<'a> {
         // can still name one URL (`a`, `./a`, `a#top`): `finish` keeps the
         // first of each.
         let raw = without_fragment(raw);
-        if !self.seen_values.insert(raw) {
+        if !self.seen_values.insert(PageKey(raw)) {
             return;
         }
         let base = self.base;
@@ -925,7 +949,7 @@ impl<'a> PageLinks<'a> {
             let mut seen = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
             links
                 .iter()
-                .map(|link| seen.insert(link.as_str()))
+                .map(|link| seen.insert(PageKey(link.as_str().as_bytes())))
                 .collect()
         };
         let mut keep = keep.into_iter();
@@ -944,27 +968,31 @@ const FEW: usize = 16;
 /// a few rounds of mixing per 8 bytes, and on a page of short values that
 /// was a tenth of link finding. The keys here come from the page, so they
 /// still need a key the page cannot guess; but a page's sets are bounded by
-/// the body limit and live for one call, so a cheaper mix does: each 8
+/// the body limit and live for one call, so a cheaper mix does: each 16
 /// bytes are folded into the state with one 64×64→128-bit multiply (the
-/// "folded multiply" of wyhash and foldhash), and the state starts from a
+/// "folded multiply" of wyhash and foldhash), both of whose halves carry a
 /// key drawn once per process from `std`'s own random source. The crawl's
 /// seen-set, which lives for the whole crawl and grows with what every page
 /// sends, keeps SipHash.
 #[derive(Clone, Copy)]
 struct PageHash {
-    key: u64,
+    keys: [u64; 2],
 }
 
 impl PageHash {
     fn new() -> Self {
-        static KEY: OnceLock<u64> = OnceLock::new();
-        let key = *KEY.get_or_init(|| {
+        static KEYS: OnceLock<[u64; 2]> = OnceLock::new();
+        let keys = *KEYS.get_or_init(|| {
             use std::hash::BuildHasher as _;
             // `RandomState` is seeded from the operating system's random
             // source; hashing a constant with it draws a random `u64`.
-            std::collections::hash_map::RandomState::new().hash_one(0x6c69_6e6b_u64)
+            let random = std::collections::hash_map::RandomState::new();
+            [
+                random.hash_one(0x6c69_6e6b_u64),
+                random.hash_one(0x7061_6765_u64),
+            ]
         });
-        PageHash { key }
+        PageHash { keys }
     }
 }
 
@@ -972,13 +1000,17 @@ impl std::hash::BuildHasher for PageHash {
     type Hasher = PageHasher;
 
     fn build_hasher(&self) -> PageHasher {
-        PageHasher { state: self.key }
+        PageHasher {
+            state: self.keys[0],
+            key: self.keys[1],
+        }
     }
 }
 
 /// One hash being computed: see [`PageHash`].
 struct PageHasher {
     state: u64,
+    key: u64,
 }
 
 /// An odd constant with bits spread evenly (the fractional part of π).
@@ -991,38 +1023,63 @@ fn folded_multiply(a: u64, b: u64) -> u64 {
     (full as u64) ^ ((full >> 64) as u64)
 }
 
+/// The 8 bytes of `bytes` from `at`, as a number.
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
 impl std::hash::Hasher for PageHasher {
     fn write(&mut self, bytes: &[u8]) {
-        // The length first, so `ab` and `ab\0` (padded alike) differ.
-        let mut state = folded_multiply(self.state ^ bytes.len() as u64, MULTIPLIER);
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
+        // The length first, so that `ab` and `ab\0` (padded alike) differ,
+        // and so do two values that share the words read below.
+        let len = bytes.len();
+        let mut state = self.state ^ len as u64;
+        let mut mix = |a: u64, b: u64| state = folded_multiply(a ^ state, b ^ self.key);
+        if len <= 8 {
             let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            state = folded_multiply(state ^ u64::from_le_bytes(word), MULTIPLIER);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            state = folded_multiply(state ^ u64::from_le_bytes(word), MULTIPLIER);
+            word[..len].copy_from_slice(bytes);
+            mix(u64::from_le_bytes(word), 0);
+        } else {
+            // Each 16 bytes are one multiply; the last ones, read from the
+            // end, may overlap the ones before, which the length makes
+            // harmless. A 30-byte value costs two multiplies, not four.
+            let mut at = 0;
+            while len - at > 16 {
+                mix(word_at(bytes, at), word_at(bytes, at + 8));
+                at += 16;
+            }
+            mix(word_at(bytes, len.max(16) - 16), word_at(bytes, len - 8));
         }
         self.state = state;
     }
 
     fn write_usize(&mut self, n: usize) {
-        // The length `[u8]` keys write before their bytes: one multiply.
-        self.state = folded_multiply(self.state ^ n as u64, MULTIPLIER);
+        self.state = folded_multiply(self.state ^ n as u64, self.key ^ MULTIPLIER);
     }
 
     fn write_u8(&mut self, byte: u8) {
-        // `str` and `[u8]` keys end with a marker byte; mixing it in costs
-        // one multiply, and the length is already in.
-        self.state = folded_multiply(self.state ^ u64::from(byte), MULTIPLIER);
+        self.state = folded_multiply(self.state ^ u64::from(byte), self.key ^ MULTIPLIER);
     }
 
     fn finish(&self) -> u64 {
-        folded_multiply(self.state, MULTIPLIER ^ 0x9e37_79b9_7f4a_7c15)
+        // Every `write` ends in a multiply, which spreads its input over all
+        // 64 bits: nothing more to mix.
+        self.state
+    }
+}
+
+/// A page's value or link text as a key of its sets: hashed with one
+/// `write` of its bytes. (A `&[u8]` or `&str` would also write its length
+/// or an end marker, one more multiply each for what `write` already mixes
+/// in.)
+#[derive(PartialEq, Eq)]
+struct PageKey<'a>(&'a [u8]);
+
+impl std::hash::Hash for PageKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write(self.0);
     }
 }
 
@@ -1951,5 +2008,34 @@ mod tests {
         assert_eq!(urls, ["http://localhost:3000/", "http://h/a"]);
         let bad = normalize_roots(&["http://[".to_string()]).unwrap_err();
         assert!(format!("{bad:#}").starts_with("bad root URL"), "{bad:#}");
+    }
+
+    // --- PageHash: every byte and the length count ---
+
+    #[test]
+    fn the_page_hash_reads_every_byte_of_a_value_and_its_length() {
+        use std::hash::BuildHasher as _;
+        let hash = PageHash::new();
+        let of = |bytes: &[u8]| hash.hash_one(PageKey(bytes));
+        // Values of every length around the 8- and 16-byte steps the hash
+        // reads in: changing any one byte, or adding a zero byte, changes
+        // the hash (a byte the reads skipped would not).
+        for len in 0..=50 {
+            let value: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let original = of(&value);
+            for at in 0..len {
+                let mut changed = value.clone();
+                changed[at] ^= 0x01;
+                assert_ne!(of(&changed), original, "length {len}, byte {at}");
+            }
+            let mut longer = value.clone();
+            longer.push(0);
+            assert_ne!(of(&longer), original, "length {len} and a zero byte");
+        }
+        // The key is drawn once per process: the same value, the same hash.
+        assert_eq!(
+            of(b"page.html"),
+            PageHash::new().hash_one(PageKey(b"page.html"))
+        );
     }
 }
