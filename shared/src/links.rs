@@ -1031,6 +1031,7 @@ fn word_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 impl std::hash::Hasher for PageHasher {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         // The length first, so that `ab` and `ab\0` (padded alike) differ,
         // and so do two values that share the words read below.
