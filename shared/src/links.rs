@@ -327,16 +327,52 @@ const fn ends_value(b: u8) -> bool {
 /// Where the value that starts at `from` ends: the first byte at or after
 /// `from` that [`ends_value`], or the end of the body.
 ///
-/// Values are tens of bytes, so the loop is a plain one over a table of
-/// the 256 bytes (one load and one test a byte, no branches to mispredict
-/// but the last); a test of 16 bytes at a time was slower on values this
-/// short.
+/// Values are tens of bytes, so they are read 8 bytes at a time as one
+/// `u64` ("SIMD within a register"): a few arithmetic steps mark, in the
+/// word's top bits, each byte below `!` (the spaces, and the control bytes
+/// that are not spaces) and each `"`, `'`, `<` and `>`; the lowest mark is
+/// the first candidate, which the table then confirms (a control byte that
+/// is not a space is passed over). Where fewer than 8 bytes are left, the
+/// table alone is read, a byte at a time. Eight bytes cost about what two
+/// cost a byte at a time, and a typical value is four words.
 fn value_end(body: &[u8], from: usize) -> usize {
     static ENDS: [bool; 256] = byte_table!(ends_value);
-    body[from..]
+    let mut pos = from;
+    while let Some(bytes) = body.get(pos..pos + 8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(bytes);
+        let mut marks = end_marks(u64::from_le_bytes(word));
+        while marks != 0 {
+            let at = pos + (marks.trailing_zeros() / 8) as usize;
+            if ENDS[usize::from(body[at])] {
+                return at;
+            }
+            marks &= marks - 1;
+        }
+        pos += 8;
+    }
+    body[pos..]
         .iter()
         .position(|&b| ENDS[usize::from(b)])
-        .map_or(body.len(), |i| from + i)
+        .map_or(body.len(), |i| pos + i)
+}
+
+/// `0x80` in each byte of `word` that is below `!` or is `"`, `'`, `<` or
+/// `>`, at least for the lowest such byte; bytes above it may be marked
+/// wrongly, which [`value_end`] never reads as it stops at the lowest.
+///
+/// `x - 0x01…01` borrows out of a byte only if it is zero, so
+/// `(x - 0x01…01) & !x & 0x80…80` marks the zero bytes of `x` (the lowest
+/// exactly; a borrow can only run upwards); `x ^ 0x22…22` is zero where a
+/// byte is `"`. Subtracting `0x21…21` instead marks the bytes below `!`.
+fn end_marks(word: u64) -> u64 {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    let below_bang = word.wrapping_sub(ONES * 0x21) & !word;
+    let quotes = zero(word ^ (ONES * u64::from(b'"'))) | zero(word ^ (ONES * u64::from(b'\'')));
+    let angles = zero(word ^ (ONES * u64::from(b'<'))) | zero(word ^ (ONES * u64::from(b'>')));
+    (below_bang | quotes | angles) & HIGHS
 }
 
 /// An attribute value as text: lossily decoded (borrowed when it is valid
@@ -850,7 +886,7 @@ impl<'a> PageLinks<'a> {
             // Sized for a link every few hundred bytes, so that a page of
             // links does not rehash its set again and again as it grows.
             seen_values: HashSet::with_capacity_and_hasher(
-                (body_len / 256).min(1 << 16),
+                (body_len / 512).min(1 << 16),
                 PageHash::new(),
             ),
             // A page of the course's sites has a link or so per kibibyte:
