@@ -24,7 +24,7 @@
 //! same answers, checked by differential tests and a fuzzer, in one pass:
 //! `href` is found with a search that rejects 32 bytes at a time (and notes
 //! the first `<base` on the way), the simple grammar after it is read by
-//! hand, a value is borrowed from the body rather than copied, entity
+//! hand (a value's end 8 bytes at a time), a value is borrowed from the body rather than copied, entity
 //! decoding only runs on values that contain `&`, a value seen twice on a
 //! page is resolved once, and the page's sets use a hash cheaper than the
 //! default (see `PageHash` for why that is safe).
@@ -34,7 +34,10 @@
 //! `https://example.com/a?b`) are resolved to text by hand
 //! (`resolve_plain`, held to `Url::join` by the same tests and fuzzer), and
 //! a lesson parses a link ([`Link::to_url`]) only when its seen-set says it
-//! is new — most links a crawl meets are not.
+//! is new — most links a crawl meets are not. The texts of a page's links
+//! resolved by hand are written one after another into one buffer the
+//! links share, so finding a link allocates nothing of its own; a clone
+//! copies its text out, so a link a crawler keeps holds only its URL.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -507,17 +510,27 @@ fn base_tags_from(body: &[u8], first: usize) -> impl Iterator<Item = (usize, &[u
 /// to text by hand, which is a few string operations; anything else goes
 /// through `Url::join`, and then the `Url` is kept, so no link is parsed
 /// twice.
-#[derive(Debug, Clone)]
 pub struct Link(LinkKind);
 
-#[derive(Debug, Clone)]
 enum LinkKind {
     /// Resolved by `Url::join`. (Boxed: a `Url` is 88 bytes, twice the
-    /// other kind, and most links are the other kind.)
+    /// other kinds, and most links are the other kinds.)
     Parsed(Box<Url>),
-    /// Resolved by hand ([`resolve_plain`]) on `base`'s site: the same
-    /// scheme, user, host and port as `base`, and a new path and query
-    /// (from `path_start` in `text`).
+    /// Resolved by hand ([`resolve_plain`]), as [`extract_links`] gives it:
+    /// its text is `page.text[start..end]`, and the link is on the site of
+    /// `page.bases[base]` (the same scheme, user, host and port, and a new
+    /// path and query from `path_start`). Every link of a page shares the
+    /// one buffer, so finding a link allocates nothing of its own.
+    InPage {
+        page: Arc<PageTexts>,
+        start: usize,
+        end: usize,
+        path_start: usize,
+        base: usize,
+    },
+    /// Resolved by hand, with a text of its own: what a clone of an
+    /// `InPage` link becomes (see [`Link`]'s `Clone`). `path_start` is
+    /// where the path starts in `text`.
     OnBase {
         text: String,
         base: Arc<Url>,
@@ -525,28 +538,48 @@ enum LinkKind {
     },
 }
 
+/// The text of every link of one page that was resolved by hand, one after
+/// another, and the sites they are on: what a page's [`LinkKind::InPage`]
+/// links share.
+struct PageTexts {
+    text: String,
+    bases: Vec<Arc<Url>>,
+}
+
 impl Link {
     /// The URL's text, as `Url::as_str` would give it.
     pub fn as_str(&self) -> &str {
         match &self.0 {
             LinkKind::Parsed(url) => url.as_str(),
+            LinkKind::InPage {
+                page, start, end, ..
+            } => &page.text[*start..*end],
             LinkKind::OnBase { text, .. } => text,
+        }
+    }
+
+    /// The `Url` whose site the link is on, for a link resolved by hand.
+    fn base(&self) -> Option<&Url> {
+        match &self.0 {
+            LinkKind::Parsed(_) => None,
+            LinkKind::InPage { page, base, .. } => Some(&page.bases[*base]),
+            LinkKind::OnBase { base, .. } => Some(base),
         }
     }
 
     /// The scheme, lower case (`http`).
     pub fn scheme(&self) -> &str {
-        match &self.0 {
-            LinkKind::Parsed(url) => url.scheme(),
-            LinkKind::OnBase { base, .. } => base.scheme(),
+        match (&self.0, self.base()) {
+            (LinkKind::Parsed(url), _) => url.scheme(),
+            (_, base) => base.map_or("", Url::scheme),
         }
     }
 
     /// The host as `Url::host_str` gives it.
     pub fn host_str(&self) -> Option<&str> {
-        match &self.0 {
-            LinkKind::Parsed(url) => url.host_str(),
-            LinkKind::OnBase { base, .. } => base.host_str(),
+        match (&self.0, self.base()) {
+            (LinkKind::Parsed(url), _) => url.host_str(),
+            (_, base) => base.and_then(Url::host_str),
         }
     }
 
@@ -558,24 +591,67 @@ impl Link {
     /// the generated site and the corpus of real pages, that it is the URL
     /// the text parses to.
     pub fn to_url(&self) -> Url {
-        match &self.0 {
-            LinkKind::Parsed(url) => Url::clone(url),
+        let (base, path_and_query) = match &self.0 {
+            LinkKind::Parsed(url) => return Url::clone(url),
+            LinkKind::InPage {
+                page,
+                end,
+                path_start,
+                base,
+                ..
+            } => (&*page.bases[*base], &page.text[*path_start..*end]),
             LinkKind::OnBase {
                 text,
                 base,
                 path_start,
-            } => {
-                let (path, query) = match text[*path_start..].split_once('?') {
-                    Some((path, query)) => (path, Some(query)),
-                    None => (&text[*path_start..], None),
-                };
-                let mut url = Url::clone(base);
-                url.set_path(path);
-                url.set_query(query);
-                url.set_fragment(None);
-                url
-            }
-        }
+            } => (&**base, &text[*path_start..]),
+        };
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (path_and_query, None),
+        };
+        let mut url = Url::clone(base);
+        url.set_path(path);
+        url.set_query(query);
+        url.set_fragment(None);
+        url
+    }
+}
+
+/// A clone has its own text: a link a crawler keeps (in its seen-set, say)
+/// then holds its URL only, not the text of every link of its page.
+impl Clone for Link {
+    fn clone(&self) -> Self {
+        Link(match &self.0 {
+            LinkKind::Parsed(url) => LinkKind::Parsed(url.clone()),
+            LinkKind::InPage {
+                page,
+                start,
+                end,
+                path_start,
+                base,
+            } => LinkKind::OnBase {
+                text: page.text[*start..*end].to_owned(),
+                base: Arc::clone(&page.bases[*base]),
+                path_start: path_start - start,
+            },
+            LinkKind::OnBase {
+                text,
+                base,
+                path_start,
+            } => LinkKind::OnBase {
+                text: text.clone(),
+                base: Arc::clone(base),
+                path_start: *path_start,
+            },
+        })
+    }
+}
+
+/// Shows the URL (a page's shared buffer is not the link's to show).
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Link").field(&self.as_str()).finish()
     }
 }
 
@@ -612,6 +688,9 @@ impl From<Link> for String {
         match link.0 {
             LinkKind::Parsed(url) => (*url).into(),
             LinkKind::OnBase { text, .. } => text,
+            LinkKind::InPage {
+                page, start, end, ..
+            } => page.text[start..end].to_owned(),
         }
     }
 }
@@ -675,17 +754,18 @@ const fn is_query_plain(b: u8) -> bool {
 /// [`is_query_plain`] for each of the 256 bytes.
 static QUERY_PLAIN: [bool; 256] = byte_table!(is_query_plain);
 
-/// A link [`resolve_plain`] resolved: its text, where its path starts in it,
-/// and its site (`scheme://host:port`) when that is not the base's.
+/// A link [`resolve_plain`] resolved: where its text starts in the buffer
+/// (it runs to the buffer's end), where its path starts, and its site
+/// (`scheme://host:port`) when that is not the base's.
 struct Resolved<'v> {
-    text: String,
+    start: usize,
     path_start: usize,
     site: Option<&'v str>,
 }
 
-/// `value` resolved against `base` by hand, when both are simple enough for
-/// the URL Standard's rules to be a few lines; `None` leaves it to
-/// `Url::join`. The base must be `http` or `https`. The value is a path of
+/// `value` resolved against `base` by hand and written to the end of
+/// `text`, when both are simple enough for the URL Standard's rules to be a
+/// few lines; `None` (with nothing written) leaves it to `Url::join`. The base must be `http` or `https`. The value is a path of
 /// [`is_plain`] bytes, with or without a query of [`is_query_plain`] bytes,
 /// or a query alone; the path may follow `http://` or `https://` and a
 /// site, and otherwise must not start with `//` (that would name a host).
@@ -698,7 +778,11 @@ struct Resolved<'v> {
 /// the path ending in `/`. The base's query goes; the value's is kept as it
 /// is. Whether a site is written as `Url` writes it (lower case, no default
 /// port) is for the caller to check ([`PageLinks::site_base`]).
-fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v>> {
+fn resolve_plain<'v>(
+    base: &PlainBase<'_>,
+    value: &'v str,
+    text: &mut String,
+) -> Option<Resolved<'v>> {
     let before_path = base.before_path?;
     // The site, if the value names one: up to the `/` or `?` after it.
     let (site, rest) = match value
@@ -748,17 +832,25 @@ fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v
         "" if site.is_some() => "/",
         path => path,
     };
-    let mut text = String::with_capacity(before_path.len() + base.path.len() + value.len() + 2);
+    // What may still refuse the value is decided before anything is written.
+    let dir = match path.as_bytes().first() {
+        Some(b'/') => None,
+        Some(_) => Some(base.dir?),
+        // A query alone (`?page=2`).
+        None => {
+            query?;
+            None
+        }
+    };
+    let start = text.len();
     text.push_str(site.unwrap_or(before_path));
     let path_start = text.len();
     if let Some(absolute) = path.strip_prefix('/') {
-        push_segments(&mut text, path_start, absolute, dot_segment);
-    } else if !path.is_empty() {
-        text.push_str(base.dir?);
-        push_segments(&mut text, path_start, path, dot_segment);
+        push_segments(text, path_start, absolute, dot_segment);
+    } else if let Some(dir) = dir {
+        text.push_str(dir);
+        push_segments(text, path_start, path, dot_segment);
     } else {
-        // A query alone (`?page=2`).
-        query?;
         text.push_str(base.path);
     }
     if let Some(query) = query {
@@ -766,7 +858,7 @@ fn resolve_plain<'v>(base: &PlainBase<'_>, value: &'v str) -> Option<Resolved<'v
         text.push_str(query);
     }
     Some(Resolved {
-        text,
+        start,
         path_start,
         site: site.filter(|&site| site != before_path),
     })
@@ -864,16 +956,37 @@ struct PageLinks<'a> {
     base: &'a Url,
     /// The same, as [`resolve_plain`] reads it.
     plain: PlainBase<'a>,
-    /// One copy of `base` for the links resolved by hand to share (see
-    /// [`Link::to_url`]), made when the first one is found.
-    shared_base: Option<Arc<Url>>,
-    /// The other sites absolute links were resolved by hand on, each parsed
-    /// once: `None` for one not written as `Url` writes it. (A map, not a
-    /// list: a hostile page may name a hundred thousand sites.)
-    sites: HashMap<String, Option<Arc<Url>>, PageHash>,
+    /// The text of every link resolved by hand, one after another: one
+    /// buffer for the page, where a `String` per link would be an
+    /// allocation per link (and a free when the crawler is done with it).
+    text: String,
+    /// The sites of the links resolved by hand, each parsed once, for
+    /// [`Link::to_url`] to build on: `base` (at `shared_base`, added when
+    /// the first link needs it) and the other sites of absolute links.
+    bases: Vec<Arc<Url>>,
+    /// Where `base` is in `bases`, once it is there.
+    shared_base: Option<usize>,
+    /// The other sites absolute links were resolved by hand on, by where
+    /// they are in `bases`: `None` for one not written as `Url` writes it.
+    /// (A map, not a list: a hostile page may name a hundred thousand
+    /// sites.)
+    sites: HashMap<String, Option<usize>, PageHash>,
     /// The raw values resolved so far, fragment cut off.
     seen_values: HashSet<PageKey<'a>, PageHash>,
-    links: Vec<Link>,
+    /// The links, in the order found (repeats still in).
+    found: Vec<Found>,
+}
+
+/// A link [`PageLinks`] found, before it is a [`Link`].
+enum Found {
+    /// `text[start..end]`, on the site of `bases[base]`.
+    InPage {
+        start: usize,
+        end: usize,
+        path_start: usize,
+        base: usize,
+    },
+    Parsed(Box<Url>),
 }
 
 impl<'a> PageLinks<'a> {
@@ -881,6 +994,12 @@ impl<'a> PageLinks<'a> {
         PageLinks {
             base,
             plain: PlainBase::new(base),
+            // A page of the course's sites has a link or so per kibibyte,
+            // tens of bytes each: room for that much saves the buffer and
+            // the list growing from nothing on every page, which showed in
+            // the crawl.
+            text: String::with_capacity((body_len / 8).min(1 << 20)),
+            bases: Vec::new(),
             shared_base: None,
             sites: HashMap::with_hasher(PageHash::new()),
             // Sized for a link every few hundred bytes, so that a page of
@@ -889,10 +1008,7 @@ impl<'a> PageLinks<'a> {
                 (body_len / 512).min(1 << 16),
                 PageHash::new(),
             ),
-            // A page of the course's sites has a link or so per kibibyte:
-            // room for that much saves the list growing from nothing on
-            // every page, which showed in the crawl.
-            links: Vec::with_capacity((body_len / 1024).min(1 << 12)),
+            found: Vec::with_capacity((body_len / 512).min(1 << 13)),
         }
     }
 
@@ -916,81 +1032,126 @@ impl<'a> PageLinks<'a> {
             if !base.cannot_be_a_base() {
                 let mut url = base.clone();
                 url.set_fragment(None);
-                self.links.push(Link::from(url));
+                self.found.push(Found::Parsed(Box::new(url)));
             }
             return;
         }
         let value = decode_value(raw);
-        if let Some(resolved) = resolve_plain(&self.plain, &value) {
+        if let Some(resolved) = resolve_plain(&self.plain, &value, &mut self.text) {
             if let Some(base) = self.site_base(resolved.site) {
-                self.links.push(Link(LinkKind::OnBase {
-                    text: resolved.text,
-                    base,
+                self.found.push(Found::InPage {
+                    start: resolved.start,
+                    end: self.text.len(),
                     path_start: resolved.path_start,
-                }));
+                    base,
+                });
                 return;
             }
+            // A site not written as `Url` writes it: its text goes, and
+            // `join` has the value.
+            self.text.truncate(resolved.start);
         }
         if let Ok(mut url) = base.join(&value) {
             url.set_fragment(None);
-            self.links.push(Link::from(url));
+            self.found.push(Found::Parsed(Box::new(url)));
         }
     }
 
-    /// The `Url` a link resolved by hand is made from ([`Link::to_url`]):
-    /// the page's base, or for an absolute link to another site, that site
-    /// (`http://host:port/`) parsed once per page. `None` when the site is
-    /// not written exactly as `Url` would write it (`http://Host:80`): the
-    /// link is then left to `Url::join`, which knows every way to write one.
-    fn site_base(&mut self, site: Option<&str>) -> Option<Arc<Url>> {
+    /// Where in `bases` the `Url` a link resolved by hand is made from
+    /// ([`Link::to_url`]): the page's base, or for an absolute link to
+    /// another site, that site (`http://host:port/`) parsed once per page.
+    /// `None` when the site is not written exactly as `Url` would write it
+    /// (`http://Host:80`): the link is then left to `Url::join`, which knows
+    /// every way to write one.
+    fn site_base(&mut self, site: Option<&str>) -> Option<usize> {
         let Some(site) = site else {
-            let base = self.base;
-            return Some(Arc::clone(
-                self.shared_base
-                    .get_or_insert_with(|| Arc::new(base.clone())),
-            ));
+            if self.shared_base.is_none() {
+                self.bases.push(Arc::new(self.base.clone()));
+                self.shared_base = Some(self.bases.len() - 1);
+            }
+            return self.shared_base;
         };
-        if let Some(parsed) = self.sites.get(site) {
-            return parsed.clone();
+        if let Some(&parsed) = self.sites.get(site) {
+            return parsed;
         }
         let parsed = Url::parse(site)
             .ok()
             .filter(|url| &url[..url::Position::BeforePath] == site && url.path() == "/")
-            .map(Arc::new);
-        self.sites.insert(site.to_owned(), parsed.clone());
+            .map(|url| {
+                self.bases.push(Arc::new(url));
+                self.bases.len() - 1
+            });
+        self.sites.insert(site.to_owned(), parsed);
         parsed
+    }
+
+    /// The text of a link found.
+    fn text_of<'t>(text: &'t str, found: &'t Found) -> &'t str {
+        match found {
+            Found::InPage { start, end, .. } => &text[*start..*end],
+            Found::Parsed(url) => url.as_str(),
+        }
     }
 
     /// The links, each URL once, in first-seen order.
     fn finish(self) -> Vec<Link> {
-        let mut links = self.links;
+        let PageLinks {
+            text,
+            bases,
+            mut found,
+            ..
+        } = self;
         // A page with a few links compares them pairwise: fewer steps than
         // hashing each, and no set to allocate. The first `kept` are the
         // distinct ones so far, in order; a link not among them is swapped
         // to the end of them (what it swaps with is a repeat, already
         // judged).
-        if links.len() <= FEW {
+        if found.len() <= FEW {
             let mut kept = 0;
-            for i in 0..links.len() {
-                if !links[..kept].iter().any(|link| *link == links[i]) {
-                    links.swap(kept, i);
+            for i in 0..found.len() {
+                let this = Self::text_of(&text, &found[i]);
+                if !found[..kept]
+                    .iter()
+                    .any(|other| Self::text_of(&text, other) == this)
+                {
+                    found.swap(kept, i);
                     kept += 1;
                 }
             }
-            links.truncate(kept);
-            return links;
+            found.truncate(kept);
+        } else {
+            // Compare the texts in place rather than copying any into a set.
+            let keep: Vec<bool> = {
+                let mut seen = HashSet::with_capacity_and_hasher(found.len(), PageHash::new());
+                found
+                    .iter()
+                    .map(|found| seen.insert(PageKey(Self::text_of(&text, found).as_bytes())))
+                    .collect()
+            };
+            let mut keep = keep.into_iter();
+            found.retain(|_| keep.next().unwrap_or(false));
         }
-        // Compare the texts in place rather than cloning every link into a set.
-        let keep: Vec<bool> = {
-            let mut seen = HashSet::with_capacity_and_hasher(links.len(), PageHash::new());
-            links
-                .iter()
-                .map(|link| seen.insert(PageKey(link.as_str().as_bytes())))
-                .collect()
-        };
-        let mut keep = keep.into_iter();
-        links.retain(|_| keep.next().unwrap_or(false));
-        links
+        let page = Arc::new(PageTexts { text, bases });
+        found
+            .into_iter()
+            .map(|found| {
+                Link(match found {
+                    Found::InPage {
+                        start,
+                        end,
+                        path_start,
+                        base,
+                    } => LinkKind::InPage {
+                        page: Arc::clone(&page),
+                        start,
+                        end,
+                        path_start,
+                        base,
+                    },
+                    Found::Parsed(url) => LinkKind::Parsed(url),
+                })
+            })
+            .collect()
     }
 }
 
@@ -1582,9 +1743,10 @@ mod tests {
         let base = url(base);
         let mut links = PageLinks::new(&base, 0);
         links.add(raw.as_bytes());
-        match links.links.pop()?.0 {
-            LinkKind::OnBase { text, .. } => Some(text),
-            LinkKind::Parsed(_) => None,
+        let link = links.finish().pop()?;
+        match link.0 {
+            LinkKind::InPage { .. } => Some(link.as_str().to_owned()),
+            LinkKind::OnBase { .. } | LinkKind::Parsed(_) => None,
         }
     }
 
@@ -1686,7 +1848,7 @@ mod tests {
         );
         let by_hand: Vec<&Link> = links
             .iter()
-            .filter(|link| matches!(link.0, LinkKind::OnBase { .. }))
+            .filter(|link| matches!(link.0, LinkKind::InPage { .. }))
             .collect();
         assert_eq!((by_hand.len(), links.len()), (3, 4), "{links:?}");
         for link in links {
@@ -2045,6 +2207,32 @@ mod tests {
         assert_eq!(urls, ["http://localhost:3000/", "http://h/a"]);
         let bad = normalize_roots(&["http://[".to_string()]).unwrap_err();
         assert!(format!("{bad:#}").starts_with("bad root URL"), "{bad:#}");
+    }
+
+    #[test]
+    fn a_clone_of_a_link_has_its_own_text_and_keeps_no_page_alive() {
+        let page = url("http://example.com/dir/page.html");
+        let links = extract_links(b"<a href=a> <a href=../b?c> <a href=#top>", &page);
+        let LinkKind::InPage { page: buffer, .. } = &links[1].0 else {
+            panic!("resolved by hand: {links:?}");
+        };
+        // The two links resolved by hand share the page's buffer.
+        assert_eq!(Arc::strong_count(buffer), 2);
+        let buffer = Arc::downgrade(buffer);
+        let clone = links[1].clone();
+        assert!(matches!(clone.0, LinkKind::OnBase { .. }), "{clone:?}");
+        assert_eq!(clone, links[1]);
+        assert_eq!(clone.to_url(), links[1].to_url());
+        assert_eq!(clone.to_url().as_str(), "http://example.com/b?c");
+        assert_eq!(
+            (clone.scheme(), clone.host_str()),
+            ("http", Some("example.com"))
+        );
+        assert_eq!(format!("{clone:?}"), r#"Link("http://example.com/b?c")"#);
+        // A seen-set that keeps the clone does not keep the page's links.
+        drop(links);
+        assert!(buffer.upgrade().is_none());
+        assert_eq!(String::from(clone), "http://example.com/b?c");
     }
 
     // --- PageHash: every byte and the length count ---

@@ -12,7 +12,7 @@
 //! - the fast link finder agrees with its definition: `extract_hrefs`,
 //!   `find_base` and `extract_links` give exactly what
 //!   `shared::links::reference` gives (each link's text, and the `Url` it
-//!   parses to, including links resolved by hand), the course's link pattern run through
+//!   parses to, including links resolved by hand, and their clones), the course's link pattern run through
 //!   the regex engine as the crawler did before the finder was written by
 //!   hand (a differential fuzzer: old against new, on every input).
 //!
@@ -90,10 +90,16 @@ fuzz_target!(|data: &[u8]| {
         );
         // A link resolved by hand is the URL `join` made, down to what
         // the policy reads of it.
+        // A clone (which copies its text out of the page's buffer) is the
+        // same link.
         for (link, url) in fast.iter().zip(&regex) {
             assert_eq!(&link.to_url(), url);
             assert_eq!(link.scheme(), url.scheme());
             assert_eq!(link.host_str(), url.host_str());
+            let clone = link.clone();
+            assert_eq!(clone.as_str(), url.as_str());
+            assert_eq!(&clone.to_url(), url);
+            assert_eq!(clone.host_str(), url.host_str());
         }
     }
 });

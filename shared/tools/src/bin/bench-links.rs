@@ -263,7 +263,6 @@ fn paired<T, U>(
 ) -> (f64, f64) {
     let bytes: usize = pages.iter().map(|(_, body)| body.len()).sum();
     let time = |f: &mut dyn FnMut(&[u8], &Url)| {
-        settle_allocator();
         let start = Instant::now();
         for (url, body) in pages {
             f(black_box(body), url);
@@ -283,19 +282,6 @@ fn paired<T, U>(
         rates[rates.len() / 2]
     };
     (median(new_rates), median(old_rates))
-}
-
-/// Lets the allocator finish, untimed, the bookkeeping of the blocks the
-/// last call freed.
-///
-/// The C library's allocator (glibc's) keeps small freed blocks on quick
-/// lists and merges them only when a large block is asked for next. The
-/// two functions run in turn, so without this the first large allocation
-/// of each call (a set, a list of links) would pay for the thousands of
-/// small blocks the *other* function's call had just freed. One large
-/// allocation here does that work outside the timing, for both alike.
-fn settle_allocator() {
-    drop(black_box(Vec::<u8>::with_capacity(1 << 18)));
 }
 
 /// The real pages, each under the URL it has in a local documentation tree.
