@@ -558,29 +558,24 @@ impl Link {
         }
     }
 
-    /// The `Url` whose site the link is on, for a link resolved by hand.
-    fn base(&self) -> Option<&Url> {
+    /// A `Url` with the link's scheme, user, host and port: the link's own
+    /// for a parsed one, its base for one resolved by hand.
+    fn site(&self) -> &Url {
         match &self.0 {
-            LinkKind::Parsed(_) => None,
-            LinkKind::InPage { page, base, .. } => Some(&page.bases[*base]),
-            LinkKind::OnBase { base, .. } => Some(base),
+            LinkKind::Parsed(url) => url,
+            LinkKind::InPage { page, base, .. } => &page.bases[*base],
+            LinkKind::OnBase { base, .. } => base,
         }
     }
 
     /// The scheme, lower case (`http`).
     pub fn scheme(&self) -> &str {
-        match (&self.0, self.base()) {
-            (LinkKind::Parsed(url), _) => url.scheme(),
-            (_, base) => base.map_or("", Url::scheme),
-        }
+        self.site().scheme()
     }
 
     /// The host as `Url::host_str` gives it.
     pub fn host_str(&self) -> Option<&str> {
-        match (&self.0, self.base()) {
-            (LinkKind::Parsed(url), _) => url.host_str(),
-            (_, base) => base.and_then(Url::host_str),
-        }
+        self.site().host_str()
     }
 
     /// The link as a [`Url`], to be fetched: `Url::parse(link.as_str())`.
@@ -994,10 +989,12 @@ impl<'a> PageLinks<'a> {
         PageLinks {
             base,
             plain: PlainBase::new(base),
-            // A page of the course's sites has a link or so per kibibyte,
-            // tens of bytes each: room for that much saves the buffer and
-            // the list growing from nothing on every page, which showed in
-            // the crawl.
+            // Documentation pages have a new link every kilobyte or less,
+            // some 60 bytes of text each: an eighth of the body holds the
+            // texts, and room for a link per 512 bytes the list, without
+            // growing either (growing them copies what is there, which
+            // showed in `bench-links`; growing from nothing on every page
+            // showed in the crawl).
             text: String::with_capacity((body_len / 8).min(1 << 20)),
             bases: Vec::new(),
             shared_base: None,
