@@ -760,7 +760,8 @@ struct Resolved<'v> {
 
 /// `value` resolved against `base` by hand and written to the end of
 /// `text`, when both are simple enough for the URL Standard's rules to be a
-/// few lines; `None` (with nothing written) leaves it to `Url::join`. The base must be `http` or `https`. The value is a path of
+/// few lines; `None` (with nothing written) leaves it to `Url::join`. The
+/// base must be `http` or `https`. The value is a path of
 /// [`is_plain`] bytes, with or without a query of [`is_query_plain`] bytes,
 /// or a query alone; the path may follow `http://` or `https://` and a
 /// site, and otherwise must not start with `//` (that would name a host).
