@@ -22,6 +22,7 @@ pub mod run;
 pub mod stages;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use toml_edit::{DocumentMut, Item, Table, Value};
@@ -271,8 +272,8 @@ fn readme(root: &Path, list: &StageList, through: usize) -> String {
          ```sh\n\
          cargo test                  # every test: red until the last stage is written\n\
          # from the course's checkout:\n\
-         cargo run -p course-tools --bin starter -- check DIR        # where you are, what is next\n\
-         cargo run -p course-tools --bin starter -- solution DIR K   # the lesson's code for stage K, beside yours\n\
+         cargo run -p starter -- check DIR        # where you are, what is next\n\
+         cargo run -p starter -- solution DIR K   # the lesson's code for stage K, beside yours\n\
          ```\n\n\
          | stage | write | its tests |\n|---|---|---|\n",
         list.lesson,
@@ -291,4 +292,46 @@ fn readme(root: &Path, list: &StageList, through: usize) -> String {
         ));
     }
     text
+}
+
+/// The course checkout to work on, found at run time: `root` when given
+/// (`--root`), else what `cargo locate-project --workspace` says for the
+/// current directory, else the nearest `Cargo.toml` with a `[workspace]`
+/// table above it.
+///
+/// Not the directory the tool was *built* in: a binary reused from a target
+/// directory that two checkouts share must read and write the checkout it
+/// is run in.
+pub fn workspace_root(root: Option<&Path>) -> Result<PathBuf> {
+    if let Some(root) = root {
+        if !root.join("Cargo.toml").is_file() {
+            bail!("--root {}: no Cargo.toml there", root.display());
+        }
+        return Ok(root.to_path_buf());
+    }
+    let here = std::env::current_dir().context("the current directory")?;
+    let located = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["locate-project", "--workspace", "--message-format", "plain"])
+        .current_dir(&here)
+        .output();
+    if let Ok(out) = located {
+        if out.status.success() {
+            let manifest = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if let Some(dir) = manifest.parent() {
+                return Ok(dir.to_path_buf());
+            }
+        }
+    }
+    here.ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|text| text.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .map(Path::to_path_buf)
+        .with_context(|| {
+            format!(
+                "{} is not inside the course's checkout: run from there, or give --root DIR",
+                here.display()
+            )
+        })
 }
