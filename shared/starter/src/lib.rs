@@ -11,6 +11,7 @@
 //! | [`stages`] | reading a lesson's stage list (`docs/starters/lessonN.toml`) |
 //! | [`blank`] | finding a function's body with `syn`, blanking it |
 //! | [`run`] | building a crate's tests and running its stages in order |
+//! | [`contracts`] | the page of each stage's contracts, for the book's building mode |
 //!
 //! The starter's `Cargo.toml` is the lesson's, with what it took from the
 //! workspace written out (`toml_edit` keeps its comments), its own empty
@@ -18,6 +19,7 @@
 //! checkout recorded under `[package.metadata.starter]`.
 
 pub mod blank;
+pub mod contracts;
 pub mod run;
 pub mod stages;
 

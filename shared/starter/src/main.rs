@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use starter::run::{self, Checked, StageOutcome};
 use starter::stages::{self, StageList, LESSONS};
-use starter::{blank, write_starter};
+use starter::{blank, contracts, write_starter};
 
 /// Build a lesson of the course yourself: a starter crate whose stages the
 /// lesson's tests turn from red to green, one at a time.
@@ -73,6 +73,16 @@ enum Cmd {
         /// checking them.
         #[arg(long)]
         write_pages: bool,
+    },
+    /// Write each lesson's contracts page for the book's building mode
+    /// (docs/src/generated/starters/lessonN-contracts.md), from its stage
+    /// list; runs no test.
+    Pages {
+        /// The lessons (default: all four).
+        lessons: Vec<String>,
+        /// Only check that the pages are up to date (exit 1 if not).
+        #[arg(long)]
+        check: bool,
     },
 }
 
@@ -168,15 +178,12 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             write_pages,
         } => {
             let root = starter::workspace_root(cli.root.as_deref())?;
-            let lessons = if lessons.is_empty() {
-                LESSONS.iter().map(|(k, _, _)| k.to_string()).collect()
-            } else {
-                lessons
-            };
+            let lessons = lessons_or_all(lessons);
             let limit = Duration::from_secs(timeout);
             let mut problems = Vec::new();
             for lesson in &lessons {
                 let list = StageList::load(&root, lesson)?;
+                problems.extend(contract_problems(&root, &list)?);
                 problems.extend(verify(&root, &list, limit, write_pages)?);
             }
             if problems.is_empty() {
@@ -189,7 +196,63 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
                 Ok(ExitCode::from(1))
             }
         }
+        Cmd::Pages { lessons, check } => {
+            let root = starter::workspace_root(cli.root.as_deref())?;
+            let mut stale = Vec::new();
+            for lesson in &lessons_or_all(lessons) {
+                let list = StageList::load(&root, lesson)?;
+                let path = contracts::page_path(&root, &list)?;
+                if check {
+                    if let Err(problem) = contracts::check(&root, &list)? {
+                        stale.push(problem);
+                    }
+                } else if contracts::write(&root, &list)? {
+                    println!("wrote {}", path.display());
+                } else {
+                    println!("{} is up to date", path.display());
+                }
+            }
+            for problem in &stale {
+                println!("starter pages: {problem}");
+            }
+            Ok(if stale.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
     }
+}
+
+/// The lessons a command names, or all four.
+fn lessons_or_all(lessons: Vec<String>) -> Vec<String> {
+    if lessons.is_empty() {
+        LESSONS.iter().map(|(k, _, _)| k.to_string()).collect()
+    } else {
+        lessons
+    }
+}
+
+/// The problems of a lesson's contracts: a stale page, and, once the
+/// lesson has any contract, each blanked function without one.
+fn contract_problems(root: &Path, list: &StageList) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    if let Err(stale) = contracts::check(root, list)? {
+        problems.push(stale);
+    }
+    if list.has_contracts() {
+        for (i, stage) in list.stages.iter().enumerate() {
+            for spec in stage.without_contract() {
+                problems.push(format!(
+                    "{}: stage {} ({}): {spec:?} is blanked but has no contract in [stage.contract]",
+                    list.lesson,
+                    i + 1,
+                    stage.name
+                ));
+            }
+        }
+    }
+    Ok(problems)
 }
 
 /// The checkout and stage list a crate belongs to: a starter names its
@@ -499,8 +562,8 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
             i + 1,
             s.name,
             s.write,
-            s.section,
-            stages::heading_id(&s.section),
+            s.section(),
+            stages::heading_id(s.section()),
         );
     }
     out.push('\n');

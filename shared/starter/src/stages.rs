@@ -6,10 +6,14 @@
 //! code carries no marker for this: the list names functions, and
 //! [`super::blank`] finds them with a Rust parser.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+
+/// The most stages a lesson may have: each one a sitting's work.
+pub const MAX_STAGES: usize = 10;
 
 /// The four lessons, in order: crate name, chapter file, binary name.
 pub const LESSONS: [(&str, &str, &str); 4] = [
@@ -39,8 +43,10 @@ pub struct StageList {
 pub struct Stage {
     /// A short name, one word or two joined by `-` (`queue`, `run-once`).
     pub name: String,
-    /// The heading of the chapter's section that teaches it, word for word.
-    pub section: String,
+    /// The headings of the chapter's sections the stage needs, word for
+    /// word; the first is where it is taught. A section whose listing shows
+    /// code this stage blanks is one of them.
+    pub sections: Vec<String>,
     /// What the learner writes, as the `todo!` says it.
     pub write: String,
     /// What the stage's tests check, in a sentence or two.
@@ -60,6 +66,12 @@ pub struct Stage {
     /// The functions to blank: `FILE: NAME`, `FILE: TYPE::NAME` or
     /// `FILE: TRAIT for TYPE::NAME`, FILE relative to `src/`.
     pub blank: Vec<String>,
+    /// What each blanked function must do, keyed by its `blank` entry: one
+    /// to three sentences of Markdown (what it takes and returns, its
+    /// errors, the log lines and counts the tests read). The chapter shows
+    /// them in building mode, from the page [`super::contracts`] writes.
+    #[serde(default)]
+    pub contract: BTreeMap<String, String>,
 }
 
 /// Where a stage's tests are: a target, and maybe a name prefix.
@@ -88,6 +100,20 @@ pub fn parse_skip(entry: &str) -> Result<(&str, &str, &str)> {
 }
 
 impl Stage {
+    /// The section that teaches the stage: the first of its sections.
+    pub fn section(&self) -> &str {
+        self.sections.first().map_or("", String::as_str)
+    }
+
+    /// The stage's blanked functions that have no contract yet.
+    pub fn without_contract(&self) -> Vec<&str> {
+        self.blank
+            .iter()
+            .filter(|b| !self.contract.contains_key(b.as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The stage's test selections, parsed.
     pub fn selections(&self) -> Vec<TestSelection> {
         let skipped: Vec<(&str, &str)> = self
@@ -182,11 +208,20 @@ impl StageList {
         root.join(&self.lesson)
     }
 
-    /// Sound enough to use: 3-8 stages, distinct names, sections that are
-    /// headings of the chapter, blanks that parse.
+    /// Whether any stage of the lesson has a contract yet: from then on,
+    /// every blanked function of the lesson must have one.
+    pub fn has_contracts(&self) -> bool {
+        self.stages.iter().any(|s| !s.contract.is_empty())
+    }
+
+    /// Sound enough to use: 3-10 stages, distinct names, sections that are
+    /// headings of the chapter, blanks that parse, contracts of blanks.
     fn validate(&self, root: &Path) -> Result<()> {
-        if !(3..=8).contains(&self.stages.len()) {
-            bail!("{} stages: a lesson has 3 to 8", self.stages.len());
+        if !(3..=MAX_STAGES).contains(&self.stages.len()) {
+            bail!(
+                "{} stages: a lesson has 3 to {MAX_STAGES}",
+                self.stages.len()
+            );
         }
         let chapter_path = root.join("docs/src").join(&self.chapter);
         let chapter = std::fs::read_to_string(&chapter_path)
@@ -202,17 +237,17 @@ impl StageList {
         let positions: Vec<Option<usize>> = self
             .stages
             .iter()
-            .map(|s| headings.iter().position(|h| *h == s.section))
+            .map(|s| headings.iter().position(|h| *h == s.section()))
             .collect();
         let last = self.stages.len() - 1;
         for i in 1..last {
             if let (Some(before), Some(here)) = (positions[i - 1], positions[i]) {
                 if here < before {
                     bail!(
-                        "stage {} ({}): its section {:?} comes before stage {}'s in {}: stages follow the chapter",
+                        "stage {} ({}): its first section {:?} comes before stage {}'s in {}: stages follow the chapter",
                         i + 1,
                         self.stages[i].name,
-                        self.stages[i].section,
+                        self.stages[i].section(),
                         i,
                         self.chapter
                     );
@@ -235,14 +270,49 @@ impl StageList {
             if self.stages[..i].iter().any(|s| s.name == stage.name) {
                 bail!("stage {}: name {:?} is used twice", i + 1, stage.name);
             }
-            if !headings.contains(&stage.section.as_str()) {
+            if stage.sections.is_empty() {
                 bail!(
-                    "stage {} ({}): {:?} is not a heading of {}",
+                    "stage {} ({}): sections = []: name at least the section that teaches it",
                     i + 1,
-                    stage.name,
-                    stage.section,
-                    self.chapter
+                    stage.name
                 );
+            }
+            for (j, section) in stage.sections.iter().enumerate() {
+                if !headings.contains(&section.as_str()) {
+                    bail!(
+                        "stage {} ({}): {:?} is not a heading of {}",
+                        i + 1,
+                        stage.name,
+                        section,
+                        self.chapter
+                    );
+                }
+                if stage.sections[..j].contains(section) {
+                    bail!(
+                        "stage {} ({}): section {:?} is named twice",
+                        i + 1,
+                        stage.name,
+                        section
+                    );
+                }
+            }
+            for key in stage.contract.keys() {
+                if !stage.blank.contains(key) {
+                    bail!(
+                        "stage {} ({}): [stage.contract] {key:?} is not a `blank` entry of the stage (a contract is keyed by its function's entry, word for word)",
+                        i + 1,
+                        stage.name
+                    );
+                }
+            }
+            for (key, text) in &stage.contract {
+                if text.trim().is_empty() {
+                    bail!(
+                        "stage {} ({}): the contract of {key:?} is empty",
+                        i + 1,
+                        stage.name
+                    );
+                }
             }
             if stage.tests.is_empty() {
                 bail!("stage {} ({}): no tests", i + 1, stage.name);
@@ -268,7 +338,7 @@ impl StageList {
 
     /// The anchor of a stage's section in the chapter, as mdBook makes it.
     pub fn section_link(&self, stage: &Stage) -> String {
-        format!("{}#{}", self.chapter, heading_id(&stage.section))
+        format!("{}#{}", self.chapter, heading_id(stage.section()))
     }
 
     /// What the `todo!` of a blank in `stage` (1-based `number`) says.
@@ -277,7 +347,7 @@ impl StageList {
             "stage {number}: {} — see {}, \"{}\"",
             stage.write,
             self.chapter,
-            stage.section.replace('`', "")
+            stage.section().replace('`', "")
         )
     }
 }
@@ -322,13 +392,14 @@ mod tests {
     fn stage(tests: &[&str], skip: &[&str]) -> Stage {
         Stage {
             name: "s".into(),
-            section: "S".into(),
+            sections: vec!["S".into()],
             write: String::new(),
             checks: String::new(),
             hint: String::new(),
             tests: tests.iter().map(|t| t.to_string()).collect(),
             skip: skip.iter().map(|t| t.to_string()).collect(),
             blank: Vec::new(),
+            contract: BTreeMap::new(),
         }
     }
 
@@ -375,12 +446,79 @@ mod tests {
         );
     }
 
+    /// A checkout holding only lesson 1's chapter and the stage list `toml`.
+    fn load_list(toml: &str) -> Result<StageList> {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("docs/src")).unwrap();
+        std::fs::create_dir_all(root.path().join("docs/starters")).unwrap();
+        std::fs::write(
+            root.path().join("docs/src/lesson1.md"),
+            "# Lesson 1\n\n## A\n\n## B\n\n## C\n",
+        )
+        .unwrap();
+        std::fs::write(root.path().join("docs/starters/lesson1.toml"), toml).unwrap();
+        StageList::load(root.path(), "1")
+    }
+
+    fn three_stages(first: &str) -> String {
+        let mut text = String::from("lesson = \"lesson1-threadpool\"\n");
+        text.push_str(first);
+        for name in ["two", "three"] {
+            text.push_str(&format!(
+                "[[stage]]\nname = \"{name}\"\nsections = [\"C\"]\nwrite = \"w\"\n\
+                 checks = \"c\"\nhint = \"h\"\ntests = [\"t\"]\nblank = []\n"
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn sections_must_be_headings_and_contracts_must_be_blanks() {
+        let stage = |sections: &str, contract: &str| {
+            format!(
+                "[[stage]]\nname = \"one\"\nsections = {sections}\nwrite = \"w\"\n\
+                 checks = \"c\"\nhint = \"h\"\ntests = [\"t\"]\n\
+                 blank = [\"a.rs: A::f\", \"a.rs: g\"]\n{contract}"
+            )
+        };
+        let good = load_list(&three_stages(&stage(
+            "[\"A\", \"B\"]",
+            "[stage.contract]\n\"a.rs: g\" = \"Returns 1.\"\n",
+        )))
+        .unwrap();
+        assert_eq!(good.stages[0].section(), "A");
+        assert_eq!(good.stages[0].without_contract(), ["a.rs: A::f"]);
+        assert!(good.has_contracts());
+
+        let err = |sections: &str, contract: &str| {
+            format!(
+                "{:#}",
+                load_list(&three_stages(&stage(sections, contract))).unwrap_err()
+            )
+        };
+        let e = err("[\"A\", \"Z\"]", "");
+        assert!(e.contains("\"Z\" is not a heading of lesson1.md"), "{e}");
+        let e = err("[]", "");
+        assert!(e.contains("sections = []"), "{e}");
+        let e = err(
+            "[\"A\"]",
+            "[stage.contract]\n\"a.rs: h\" = \"Returns 2.\"\n",
+        );
+        assert!(e.contains("\"a.rs: h\" is not a `blank` entry"), "{e}");
+        // The old single `section` is refused, not ignored.
+        let e = format!(
+            "{:#}",
+            load_list(&three_stages(&stage("[\"A\"]\nsection = \"A\"", ""))).unwrap_err()
+        );
+        assert!(e.contains("unknown field `section`"), "{e}");
+    }
+
     #[test]
     fn every_stage_list_of_the_checkout_loads() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         for (krate, _, _) in LESSONS {
             let list = StageList::load(&root, krate).expect(krate);
-            assert!((3..=8).contains(&list.stages.len()));
+            assert!((3..=MAX_STAGES).contains(&list.stages.len()));
         }
     }
 }
