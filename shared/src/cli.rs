@@ -806,7 +806,7 @@ where
         let _ = writeln!(
             stderr,
             "{bin}: no fetch received a response. Is a site running? Serve one with \
-             'cargo run -p shared --bin serve -- DIR' or try '--demo'."
+             'cargo run -p serve -- DIR' or try '--demo'."
         );
         return 1;
     }

@@ -149,7 +149,7 @@ fn no_response_at_all_prints_the_report_and_a_hint_and_exits_1() {
             out.stderr,
             format!(
                 "{bin}: no fetch received a response. Is a site running? Serve one with \
-                 'cargo run -p shared --bin serve -- DIR' or try '--demo'.\n"
+                 'cargo run -p serve -- DIR' or try '--demo'.\n"
             )
         );
         assert_eq!(seen().unwrap().roots, [shared::cli::DEFAULT_ROOT]);

@@ -5,8 +5,8 @@
 //! fixtures, so a learner needs nothing else installed:
 //!
 //! ```text
-//! cargo run -p shared --bin serve -- ./site --generate 500   # write a site, serve it
-//! cargo run -p lesson1-threadpool                            # crawl http://localhost:3000/
+//! cargo run -p serve -- ./site --generate 500   # write a site, serve it
+//! cargo run -p lesson1-threadpool               # crawl http://localhost:3000/
 //! ```
 //!
 //! It serves a folder the way `python -m http.server` does
@@ -16,8 +16,18 @@
 //! generated N-page site into the folder; with `--delay MS` every answer
 //! waits, which turns a fast local site into the slow one where concurrency
 //! shows.
+//!
+//! The one thing it adds to the fixtures is its listening socket: the
+//! kernel queues at most 128 connections waiting to be accepted on one
+//! made by the standard library, and lesson 3 opens a connection for every
+//! URL it knows at once — thousands, on a generated site. When the queue
+//! overflows, the kernel drops handshakes (the client retries a second
+//! later) and, now and then, resets a connection: a URL that fails for no
+//! fault of the crawler's. So `serve` asks for a queue of 4,096 (the
+//! kernel's usual cap, `net.core.somaxconn`), with the `socket2` crate.
 
-use std::net::SocketAddr;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -194,7 +204,9 @@ fn main() -> ExitCode {
         // A server that runs for hours must not keep every request.
         record_requests: false,
     };
-    let server = match TestServer::start_with(handler, options) {
+    let server = match listen(options.addr)
+        .and_then(|listener| TestServer::start_with_listener(listener, handler, options))
+    {
         Ok(server) => server,
         Err(e) => {
             eprintln!("serve: cannot listen on 127.0.0.1:{}: {e}", args.port);
@@ -213,6 +225,19 @@ fn main() -> ExitCode {
     loop {
         std::thread::park();
     }
+}
+
+/// A socket listening on `addr` with an accept queue of 4,096 connections
+/// (the module notes say why), not the standard library's 128.
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    // As the standard library's listener does: a port a crawl just left in
+    // TIME_WAIT can be listened on again at once.
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(4096)?;
+    Ok(socket.into())
 }
 
 #[cfg(test)]

@@ -188,7 +188,7 @@ impl Site {
         let _ = std::fs::remove_dir_all(&dir);
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let command = format!(
-            "cargo run -q --release -p shared --bin serve -- {} {args} --port {port}",
+            "cargo run -q --release -p serve -- {} {args} --port {port}",
             dir.display()
         );
         let words = shell_words(&command);
