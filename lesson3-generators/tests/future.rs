@@ -35,13 +35,24 @@ fn callbacks_are_scheduled_in_order_and_see_the_result() {
             seen.borrow_mut().push(format!("{name} {:?}", f.result()))
         });
     }
-    assert!(!f.done());
-    assert!(f.set_result(7));
-    // Scheduled, not called: whoever set the result is not re-entered.
-    assert!(seen.borrow().is_empty());
+    assert!(!f.done(), "done() of a future nobody has set a result on");
+    assert!(
+        f.set_result(7),
+        "set_result on a pending future returns true"
+    );
+    assert!(
+        seen.borrow().is_empty(),
+        "a done-callback ran inside set_result: schedule callbacks with call_soon, \
+         so that whoever set the result is not re-entered"
+    );
     event_loop.run_once().unwrap();
-    assert_eq!(*seen.borrow(), ["first Some(7)", "second Some(7)"]);
-    assert_eq!(f.result(), Some(7));
+    assert_eq!(
+        *seen.borrow(),
+        ["first Some(7)", "second Some(7)"],
+        "the done-callbacks after one turn: each once, in the order they were added, \
+         each seeing the result"
+    );
+    assert_eq!(f.result(), Some(7), "result() after set_result(7)");
 }
 
 #[test]
@@ -53,17 +64,35 @@ fn a_callback_added_to_a_done_future_still_runs() {
     let ran = Rc::new(RefCell::new(false));
     let flag = Rc::clone(&ran);
     f.add_done_callback(move |_| *flag.borrow_mut() = true);
+    assert!(
+        !*ran.borrow(),
+        "a callback added to a done future ran inside add_done_callback: schedule it with call_soon"
+    );
     event_loop.run_once().unwrap();
-    assert!(*ran.borrow());
+    assert!(
+        *ran.borrow(),
+        "a callback added to a done future did not run on the next turn: \
+         add_done_callback must schedule it at once when the result is already set"
+    );
 }
 
 #[test]
 fn the_first_result_wins() {
     let event_loop = EventLoop::new().unwrap();
     let f = event_loop.create_future();
-    assert!(f.set_result(1));
-    assert!(!f.set_result(2));
-    assert_eq!(f.result(), Some(1));
+    assert!(
+        f.set_result(1),
+        "set_result on a pending future returns true"
+    );
+    assert!(
+        !f.set_result(2),
+        "set_result on a done future returns false and changes nothing"
+    );
+    assert_eq!(
+        f.result(),
+        Some(1),
+        "result() after set_result(1) then set_result(2): the first wins"
+    );
 }
 
 #[test]
@@ -73,9 +102,75 @@ fn await_records_each_waker_once_and_set_result_wakes_it() {
     let waker = Waker::from(Arc::clone(&counter));
     let f: Future<u8> = event_loop.create_future();
     let mut waiting = f.clone();
-    assert_eq!(poll_once(&mut waiting, &waker), Poll::Pending);
-    assert_eq!(poll_once(&mut waiting, &waker), Poll::Pending);
+    assert_eq!(
+        poll_once(&mut waiting, &waker),
+        Poll::Pending,
+        "poll of a future with no result yet"
+    );
+    assert_eq!(
+        poll_once(&mut waiting, &waker),
+        Poll::Pending,
+        "a second poll, same waker, still no result"
+    );
     f.set_result(3);
-    assert_eq!(counter.0.load(Ordering::SeqCst), 1);
-    assert_eq!(poll_once(&mut waiting, &waker), Poll::Ready(3));
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        1,
+        "wake-ups of a waker that polled twice: set_result wakes each distinct waker once \
+         (poll keeps a waker only if no kept one will_wake the same task)"
+    );
+    assert_eq!(
+        poll_once(&mut waiting, &waker),
+        Poll::Ready(3),
+        "poll after set_result(3) returns the result"
+    );
+}
+
+#[test]
+fn two_awaiters_are_both_woken() {
+    // Two tasks awaiting one future (each through its own clone), as every
+    // task for a host awaits that host's robots.txt future in polite.rs.
+    let event_loop = EventLoop::new().unwrap();
+    let (first, second) = (
+        Arc::new(Counter(AtomicUsize::new(0))),
+        Arc::new(Counter(AtomicUsize::new(0))),
+    );
+    let f: Future<u8> = event_loop.create_future();
+    let (mut a, mut b) = (f.clone(), f.clone());
+    let first_waker = Waker::from(Arc::clone(&first));
+    let second_waker = Waker::from(Arc::clone(&second));
+    assert_eq!(
+        poll_once(&mut a, &first_waker),
+        Poll::Pending,
+        "first awaiter's poll, no result yet"
+    );
+    assert_eq!(
+        poll_once(&mut b, &second_waker),
+        Poll::Pending,
+        "second awaiter's poll, no result yet"
+    );
+    f.set_result(5);
+    assert_eq!(
+        first.0.load(Ordering::SeqCst),
+        1,
+        "wake-ups of the FIRST of two awaiters: set_result must wake every task that polled, \
+         so poll must keep each distinct waker, not only the last one (the others go in the \
+         callback list)"
+    );
+    assert_eq!(
+        second.0.load(Ordering::SeqCst),
+        1,
+        "wake-ups of the SECOND of two awaiters: set_result must wake every task that polled, \
+         so poll must keep each distinct waker, not only the first one"
+    );
+    assert_eq!(
+        poll_once(&mut a, &first_waker),
+        Poll::Ready(5),
+        "first awaiter's poll after set_result(5)"
+    );
+    assert_eq!(
+        poll_once(&mut b, &second_waker),
+        Poll::Ready(5),
+        "second awaiter's poll after set_result(5)"
+    );
 }
