@@ -51,7 +51,11 @@ fn each_url_is_new_to_exactly_one_thread() {
         assert_eq!(urls_todo.qsize(), URLS, "URLs queued");
         // And the root, seen from the start, is new to no one.
         let root = Link::from(Url::parse("http://h/").unwrap());
-        assert_eq!(crawler.add_urls(&urls_todo, &[root], 1), [false]);
+        assert_eq!(
+            crawler.add_urls(&urls_todo, &[root], 1),
+            [false],
+            "`add_urls` of the root: not new (roots are in the seen-set from the start)"
+        );
     }
 }
 
@@ -61,11 +65,20 @@ fn in_flight_counts_the_peak_not_the_total() {
     {
         let _a = in_flight.start();
         let _b = in_flight.start();
-        assert_eq!(in_flight.now(), 2);
+        assert_eq!(in_flight.now(), 2, "`now` with two guards alive");
     }
     let _c = in_flight.start();
-    assert_eq!(in_flight.now(), 1);
-    assert_eq!(in_flight.peak(), 2);
+    assert_eq!(
+        in_flight.now(),
+        1,
+        "`now` after two guards were dropped and one more started: dropping a guard \
+         ends its fetch"
+    );
+    assert_eq!(
+        in_flight.peak(),
+        2,
+        "`peak`: the most in flight at once (2), not the number started (3)"
+    );
 }
 
 /// With a budget of two sockets, a third fetch waits until one of the
@@ -90,7 +103,11 @@ fn a_fetch_over_the_budget_waits_for_one_to_end() {
     drop(a);
     third.recv_timeout(Duration::from_secs(10)).unwrap();
     waiter.join().unwrap();
-    assert_eq!(in_flight.peak(), 2);
+    assert_eq!(
+        in_flight.peak(),
+        2,
+        "`peak` with a budget of 2: the third fetch waited, so never more than 2 at once"
+    );
 }
 
 /// Out of descriptors with two others in flight: the budget becomes two.
@@ -100,11 +117,24 @@ fn running_out_of_descriptors_lowers_the_budget() {
     let in_flight = InFlight::new(100);
     {
         let alone = in_flight.start();
-        assert!(!alone.out_of_descriptors());
+        assert!(
+            !alone.out_of_descriptors(),
+            "alone in flight, `out_of_descriptors` must say no other fetch will free a \
+             descriptor (false), so the fetch does not wait forever"
+        );
     }
     let _a = in_flight.start();
     let _b = in_flight.start();
     let c = in_flight.start();
-    assert!(c.out_of_descriptors());
-    assert_eq!(in_flight.budget(), 2);
+    assert!(
+        c.out_of_descriptors(),
+        "with two other fetches in flight, `out_of_descriptors` must say one will free a \
+         descriptor (true)"
+    );
+    assert_eq!(
+        in_flight.budget(),
+        2,
+        "the budget after the third fetch found no descriptor: the two others in flight, \
+         who hold the sockets the process can have"
+    );
 }

@@ -147,6 +147,10 @@ fn exercise_bounded_queue() {
     let refused = within_ten_seconds("a put waiting when the queue was shut down", move || {
         putter.join().expect("the putter panicked")
     });
-    assert_eq!(refused, Err(ShutDown));
+    assert_eq!(
+        refused,
+        Err(ShutDown),
+        "a `put` waiting on a full queue when it is shut down: woken and refused"
+    );
     assert_eq!(full.qsize(), 1, "the refused item was not queued");
 }

@@ -51,23 +51,37 @@ fn a_complete_response_comes_back() {
         let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>");
     });
     let response = get_with(&url, Duration::from_secs(10)).unwrap();
-    assert_eq!(response.status, 200);
-    assert_eq!(response.body, b"<p>hi</p>");
+    assert_eq!(response.status, 200, "the status of `HTTP/1.0 200 OK`");
+    assert_eq!(
+        response.body, b"<p>hi</p>",
+        "the body: every byte after the head, up to the close (no Content-Length)"
+    );
 }
 
 #[test]
 fn a_closed_port_is_a_connect_error() {
     let url = Url::parse(&format!("http://{}/", refused_addr())).unwrap();
     let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
-    assert_eq!(err.kind, FailKind::Connect, "{err}");
+    assert_eq!(
+        err.kind,
+        FailKind::Connect,
+        "a closed port: connecting is refused, a `connect` failure ({err})"
+    );
 }
 
 #[test]
 fn https_is_refused_before_a_socket_is_made() {
     let url = Url::parse("https://127.0.0.1:1/").unwrap();
     let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
-    assert_eq!(err.kind, FailKind::Unsupported);
-    assert_eq!(err.message, "https not supported");
+    assert_eq!(
+        err.kind,
+        FailKind::Unsupported,
+        "an https URL: the course has no TLS, so `unsupported` ({err})"
+    );
+    assert_eq!(
+        err.message, "https not supported",
+        "the message of an https URL's failure"
+    );
 }
 
 #[test]
@@ -78,8 +92,16 @@ fn a_server_that_never_answers_is_a_timeout_by_the_deadline() {
     });
     let started = Instant::now();
     let err = get_with(&url, Duration::from_millis(300)).unwrap_err();
-    assert_eq!(err.kind, FailKind::Timeout, "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        err.kind,
+        FailKind::Timeout,
+        "a server that accepts and stays silent, with a 300 ms timeout: {err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a 300 ms timeout took {:?} to end the fetch",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -100,8 +122,18 @@ fn a_server_that_drips_bytes_is_a_timeout_by_the_deadline() {
     });
     let started = Instant::now();
     let err = get_with(&url, Duration::from_millis(500)).unwrap_err();
-    assert_eq!(err.kind, FailKind::Timeout, "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        err.kind,
+        FailKind::Timeout,
+        "a server that sends a byte every 20 ms, with a 500 ms timeout for the whole \
+         fetch (not per read): {err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a 500 ms deadline took {:?} to end a dripping fetch: is the timeout renewed at \
+         each read?",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -112,7 +144,12 @@ fn a_connection_closed_mid_body_is_a_reset() {
         let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
     });
     let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
-    assert_eq!(err.kind, FailKind::Reset, "{err}");
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "a connection closed 91 bytes short of Content-Length: 100, a `reset` failure \
+         ({err})"
+    );
 }
 
 #[test]

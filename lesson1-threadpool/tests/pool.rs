@@ -25,7 +25,12 @@ fn every_item_and_the_work_it_creates_is_done() {
     };
     pool.add_task(9).unwrap();
     pool.wait_completion().unwrap();
-    assert_eq!(handled.load(Ordering::SeqCst), (1 << 10) - 1);
+    assert_eq!(
+        handled.load(Ordering::SeqCst),
+        (1 << 10) - 1,
+        "items handled when `wait_completion` returned: the whole tree from 9, 2^10 - 1 \
+         (it must wait for the work items put, not only for the queue to run empty)"
+    );
 }
 
 #[test]
@@ -49,9 +54,17 @@ fn the_threads_have_ended_when_wait_completion_returns() {
     for i in 0..20 {
         pool.add_task(i).unwrap();
     }
-    assert!(Arc::strong_count(&token) > 1);
+    assert!(
+        Arc::strong_count(&token) > 1,
+        "before `wait_completion`, the pool's threads hold clones of the work"
+    );
     pool.wait_completion().unwrap();
-    assert_eq!(Arc::strong_count(&token), 1, "a thread is still running");
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "clones of the work still alive after `wait_completion`: only the test's own; \
+         more means a thread is still running (shut the queue down and join every thread)"
+    );
 }
 
 #[test]
@@ -66,7 +79,12 @@ fn dropping_a_pool_ends_its_threads_too() {
     };
     pool.add_task(1).unwrap();
     drop(pool);
-    assert_eq!(Arc::strong_count(&token), 1);
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "clones of the work alive after dropping the pool: only the test's own; more \
+         means dropping a pool left its threads running"
+    );
 }
 
 #[test]
@@ -99,7 +117,11 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
             .recv_timeout(Duration::from_secs(30))
             .expect("wait_completion hung after a panic")
             .unwrap_err();
-        assert!(err.contains("bad item 7"), "{err}");
+        assert!(
+            err.contains("bad item 7"),
+            "--threads {threads}: the error must carry the panic's message `bad item 7`; \
+             it was {err:?}"
+        );
     }
 }
 
@@ -137,12 +159,29 @@ fn the_pool_runs_as_many_items_at_once_as_it_has_threads_and_no_more() {
         pool.add_task(i).unwrap();
     }
     pool.wait_completion().unwrap();
-    assert_eq!(gauge.counts.lock().unwrap().1, THREADS);
+    assert_eq!(
+        gauge.counts.lock().unwrap().1,
+        THREADS,
+        "the most items running at once in a pool of {THREADS} threads given 12 items: \
+         one per thread, every thread busy"
+    );
 }
 
 #[test]
 fn panic_messages_are_read_from_str_and_string_payloads() {
-    assert_eq!(panic_message(&"static"), "static");
-    assert_eq!(panic_message(&String::from("owned")), "owned");
-    assert_eq!(panic_message(&17_u8), "(a panic without a message)");
+    assert_eq!(
+        panic_message(&"static"),
+        "static",
+        "the message of `panic!(\"static\")`, a `&str` payload"
+    );
+    assert_eq!(
+        panic_message(&String::from("owned")),
+        "owned",
+        "the message of a panic with a formatted message, a `String` payload"
+    );
+    assert_eq!(
+        panic_message(&17_u8),
+        "(a panic without a message)",
+        "the text for a payload that is neither `&str` nor `String`"
+    );
 }

@@ -12,18 +12,31 @@ fn items_come_out_in_the_order_they_went_in() {
     for i in 0..5 {
         q.put(i).unwrap();
     }
-    assert_eq!(q.qsize(), 5);
+    assert_eq!(q.qsize(), 5, "qsize: the five items put and not yet taken");
     let out: Vec<i32> = (0..5).map(|_| q.get().unwrap()).collect();
-    assert_eq!(out, [0, 1, 2, 3, 4]);
+    assert_eq!(
+        out,
+        [0, 1, 2, 3, 4],
+        "the items in the order `get` returned them: a queue is first in, first out"
+    );
     // Taken is not done: all five are still unfinished.
-    assert_eq!(q.unfinished_tasks(), 5);
+    assert_eq!(
+        q.unfinished_tasks(),
+        5,
+        "unfinished tasks: each `put` counts one, only `task_done` uncounts it (a `get` \
+         does not), so all five taken items are still unfinished"
+    );
 }
 
 #[test]
 fn join_on_a_queue_that_never_had_an_item_returns_at_once() {
     let q: Queue<()> = Queue::new();
     q.join();
-    assert_eq!(q.unfinished_tasks(), 0);
+    assert_eq!(
+        q.unfinished_tasks(),
+        0,
+        "unfinished tasks of a queue nothing was ever put into"
+    );
 }
 
 #[test]
@@ -55,7 +68,11 @@ fn get_sleeps_until_an_item_is_put() {
         thread::spawn(move || q.get())
     };
     q.put(42).unwrap();
-    assert_eq!(taker.join().unwrap(), Some(42));
+    assert_eq!(
+        taker.join().unwrap(),
+        Some(42),
+        "what a `get` that was waiting on an empty queue returns once 42 is put"
+    );
 }
 
 #[test]
@@ -69,7 +86,12 @@ fn shutdown_wakes_every_sleeping_get_with_none() {
         .collect();
     q.shutdown(false);
     for taker in takers {
-        assert_eq!(taker.join().unwrap(), None);
+        assert_eq!(
+            taker.join().unwrap(),
+            None,
+            "a `get` sleeping on an empty queue returns None when the queue is shut down \
+             (`shutdown` must wake every sleeper, not one)"
+        );
     }
 }
 
@@ -79,11 +101,31 @@ fn shutdown_lets_queued_items_drain_and_refuses_new_ones() {
     q.put(1).unwrap();
     q.put(2).unwrap();
     q.shutdown(false);
-    assert_eq!(q.put(3), Err(ShutDown));
-    assert_eq!(q.get(), Some(1));
-    assert_eq!(q.get(), Some(2));
-    assert_eq!(q.get(), None);
-    assert_eq!(q.unfinished_tasks(), 2);
+    assert_eq!(
+        q.put(3),
+        Err(ShutDown),
+        "a `put` after `shutdown` is refused"
+    );
+    assert_eq!(
+        q.get(),
+        Some(1),
+        "first `get` after `shutdown(false)`: queued items still come out, in order"
+    );
+    assert_eq!(
+        q.get(),
+        Some(2),
+        "second `get` after `shutdown(false)`: the other queued item"
+    );
+    assert_eq!(
+        q.get(),
+        None,
+        "`get` on a shut-down queue that has run empty: None at once, no sleep"
+    );
+    assert_eq!(
+        q.unfinished_tasks(),
+        2,
+        "unfinished tasks: 1 and 2 were taken, not marked done; the refused 3 never counted"
+    );
 }
 
 #[test]
@@ -93,11 +135,24 @@ fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() 
         q.put(i).unwrap();
     }
     let running = q.get().unwrap();
-    assert_eq!(running, 0);
+    assert_eq!(running, 0, "the first item out: the first put");
     q.shutdown(true);
-    assert_eq!(q.qsize(), 0);
-    assert_eq!(q.unfinished_tasks(), 1, "only the taken item is left");
-    assert_eq!(q.get(), None);
+    assert_eq!(
+        q.qsize(),
+        0,
+        "qsize after `shutdown(true)`: the two items still queued are dropped"
+    );
+    assert_eq!(
+        q.unfinished_tasks(),
+        1,
+        "unfinished tasks after `shutdown(true)`: only the taken item is left (dropping \
+         an item uncounts it)"
+    );
+    assert_eq!(
+        q.get(),
+        None,
+        "`get` after `shutdown(true)`: None, the queued items are gone"
+    );
     q.task_done();
     q.join();
 }
@@ -149,8 +204,17 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
             assert!(seen.insert(item), "item {item} came out twice");
         }
     }
-    assert_eq!(seen.len(), PRODUCERS * PER_PRODUCER);
-    assert_eq!(q.unfinished_tasks(), 0);
+    assert_eq!(
+        seen.len(),
+        PRODUCERS * PER_PRODUCER,
+        "distinct items the consumers took: every item put ({PRODUCERS} producers × \
+         {PER_PRODUCER}); fewer means items were lost"
+    );
+    assert_eq!(
+        q.unfinished_tasks(),
+        0,
+        "unfinished tasks once `join` returned: every item was taken and marked done"
+    );
 }
 
 /// Workers that put new items before marking their own done, as the
@@ -179,7 +243,14 @@ fn join_waits_for_work_that_creates_more_work() {
         .collect();
     q.join();
     // A binary tree of depth 11 has 2^12 - 1 nodes.
-    assert_eq!(handled.load(Ordering::SeqCst), (1 << (DEPTH + 1)) - 1);
+    assert_eq!(
+        handled.load(Ordering::SeqCst),
+        (1 << (DEPTH + 1)) - 1,
+        "items handled when `join` returned: the whole tree of depth {DEPTH}, 2^{} - 1; \
+         fewer means `join` returned when the queue ran empty while workers were still \
+         putting children",
+        DEPTH + 1
+    );
     q.shutdown(false);
     for worker in workers {
         worker.join().unwrap();

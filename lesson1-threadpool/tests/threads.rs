@@ -34,19 +34,48 @@ fn slow_site(n: usize, delay: Duration) -> Site {
 fn three_threads_keep_exactly_three_requests_in_flight() {
     let server = TestServer::start(slow_site(9, Duration::from_millis(300)));
     let report = crawl(&config(&server, 3)).unwrap();
-    assert_eq!(report.stats.len(), 10);
-    assert_eq!(server.peak_in_flight(), 3, "the server's count");
-    assert_eq!(report.peak_in_flight, 3, "the crawler's own count");
-    assert_eq!(report.max_tasks, 3, "M on the Finished line is --threads");
+    assert_eq!(
+        report.stats.len(),
+        10,
+        "URLs reported: / and its nine slow pages\n{}",
+        report.render()
+    );
+    assert_eq!(
+        server.peak_in_flight(),
+        3,
+        "the most requests the server had in flight at once with --threads 3 and nine \
+         300 ms pages: one per thread, and every thread busy"
+    );
+    assert_eq!(
+        report.peak_in_flight, 3,
+        "achieved concurrency, the crawler's own count of fetches in flight at once: \
+         --threads 3"
+    );
+    assert_eq!(
+        report.max_tasks, 3,
+        "M on the Finished line (`max_tasks=M`) is --threads in lesson 1"
+    );
 }
 
 #[test]
 fn one_thread_fetches_one_url_at_a_time() {
     let server = TestServer::start(slow_site(3, Duration::from_millis(50)));
     let report = crawl(&config(&server, 1)).unwrap();
-    assert_eq!(report.stats.len(), 4);
-    assert_eq!(server.peak_in_flight(), 1);
-    assert_eq!(report.peak_in_flight, 1);
+    assert_eq!(
+        report.stats.len(),
+        4,
+        "URLs reported: / and its three slow pages\n{}",
+        report.render()
+    );
+    assert_eq!(
+        server.peak_in_flight(),
+        1,
+        "the most requests the server had in flight at once with --threads 1"
+    );
+    assert_eq!(
+        report.peak_in_flight, 1,
+        "achieved concurrency with --threads 1: one fetch at a time"
+    );
 }
 
 #[test]
@@ -63,16 +92,28 @@ fn a_stuck_server_ends_as_a_timeout_line_promptly() {
     let report = crawl(&config).unwrap();
     let took = started.elapsed();
     let stuck = server.url("/stuck");
-    let error = report.get(&stuck).and_then(|s| s.error.clone()).unwrap();
-    assert_eq!(error.kind, FailKind::Timeout);
+    let error = report
+        .get(&stuck)
+        .and_then(|s| s.error.clone())
+        .unwrap_or_else(|| panic!("{stuck} is not a failed URL in:\n{}", report.render()));
+    assert_eq!(
+        error.kind,
+        FailKind::Timeout,
+        "{stuck}: the server accepts and never answers; --timeout 1 ends it as `timeout`"
+    );
     let lines = config.log.lines();
     assert!(
         lines
             .iter()
             .any(|l| l.starts_with(&format!("{stuck} error "))),
-        "no error line for {stuck} in {lines:#?}"
+        "no log line beginning `{stuck} error `: a failed URL's report line is logged \
+         when it finishes; lines were: {lines:#?}"
     );
-    assert_eq!(report.get(&server.url("/ok")).unwrap().status, Some(200));
+    assert_eq!(
+        report.get(&server.url("/ok")).unwrap().status,
+        Some(200),
+        "/ok: fetched by another thread while one waits on /stuck"
+    );
     // Generous: the deadline is 1 s; a hang or a per-read timeout that keeps
     // being renewed would take far longer.
     assert!(took < Duration::from_secs(10), "took {took:?}");
@@ -92,7 +133,12 @@ fn a_server_that_drips_its_answer_ends_as_a_timeout_by_the_deadline() {
     let report = crawl(&config).unwrap();
     let took = started.elapsed();
     let drip = report.get(&server.url("/drip")).unwrap();
-    assert_eq!(drip.error.as_ref().map(|e| e.kind), Some(FailKind::Timeout));
+    assert_eq!(
+        drip.error.as_ref().map(|e| e.kind),
+        Some(FailKind::Timeout),
+        "/drip sends a byte every 50 ms: only a deadline for the whole fetch (--timeout 1), \
+         not a per-read timeout, ends it as `timeout`"
+    );
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
@@ -101,8 +147,17 @@ fn a_generated_site_gives_exactly_the_expected_urls() {
     let site = generate(&SiteSpec::new(200));
     let server = TestServer::start(site.to_site());
     let report = crawl(&config(&server, 6)).unwrap();
-    assert_eq!(report.urls(), site.expected_urls(&server.url("")));
-    assert_eq!(report.todo, 0);
+    let expected = site.expected_urls(&server.url(""));
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: those the site generator says a correct crawl reports{}",
+        shared::behaviour::url_diff(&report.urls(), &expected)
+    );
+    assert_eq!(
+        report.todo, 0,
+        "Todo: URLs seen but never fetched; none after a complete crawl"
+    );
 }
 
 /// Eight hub pages, fetched at the same moment by eight threads, all link
@@ -133,18 +188,32 @@ fn every_url_enters_the_seen_set_exactly_once() {
     }
     let server = TestServer::start(site);
     let report = crawl(&config(&server, HUBS)).unwrap();
-    assert_eq!(report.stats.len(), 1 + HUBS + LEAVES);
+    assert_eq!(
+        report.stats.len(),
+        1 + HUBS + LEAVES,
+        "report lines: the root, {HUBS} hubs and {LEAVES} leaves, one line each"
+    );
     assert_eq!(
         report.urls().len(),
         report.stats.len(),
-        "a URL reported twice"
+        "distinct URLs reported vs report lines: a URL reported twice"
     );
     for i in 0..LEAVES {
-        assert_eq!(server.request_count(&format!("/leaf/{i}")), 1);
+        assert_eq!(
+            server.request_count(&format!("/leaf/{i}")),
+            1,
+            "requests for /leaf/{i}, linked from all {HUBS} hubs at once: one (checking the \
+             seen-set and inserting must be one locked step)"
+        );
     }
     // The root entered as a root; every other URL as a NEW link of one page.
     let new_links: usize = report.stats.iter().map(|s| s.num_new_urls).sum();
-    assert_eq!(new_links + 1, report.stats.len());
+    assert_eq!(
+        new_links + 1,
+        report.stats.len(),
+        "NEW summed over every line, plus the root: each URL is NEW on exactly one \
+         page's line"
+    );
 }
 
 #[test]
@@ -152,7 +221,15 @@ fn a_thread_count_the_system_cannot_give_is_an_error_not_an_abort() {
     let server = TestServer::start(Site::new().page("/", "home"));
     for threads in [0, lesson1_threadpool::MAX_THREADS + 1] {
         let err = crawl(&config(&server, threads)).unwrap_err().to_string();
-        assert!(err.contains("--threads must be between"), "{err}");
+        assert!(
+            err.contains("--threads must be between"),
+            "--threads {threads}: the error must say `--threads must be between ...`; it was \
+             {err:?}"
+        );
     }
-    assert_eq!(server.requests_total(), 0);
+    assert_eq!(
+        server.requests_total(),
+        0,
+        "requests made with an impossible --threads: none, it is refused before crawling"
+    );
 }
