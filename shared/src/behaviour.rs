@@ -103,10 +103,27 @@ pub fn assert_consistent(report: &CrawlReport) {
         .iter()
         .map(|k| counts.get(*k).copied().unwrap_or(0))
         .sum();
-    assert_eq!(sum, report.stats.len(), "stats keys do not add up to Done");
-    assert_eq!(report.todo, 0, "Todo must be 0 after a complete crawl");
+    assert_eq!(
+        sum,
+        report.stats.len(),
+        "the stats table's html + other + error + redirect + fail + blocked must add up to \
+         Done, the number of URLs reported: each URL's line is of exactly one kind\n{}",
+        report.render()
+    );
+    assert_eq!(
+        report.todo,
+        0,
+        "Todo: URLs seen but never finished; after a crawl with no --max-pages every URL \
+         seen must have been fetched\n{}",
+        report.render()
+    );
     if !report.stats.is_empty() {
-        assert!(report.peak_in_flight >= 1, "achieved concurrency is 0");
+        assert!(
+            report.peak_in_flight >= 1,
+            "achieved concurrency (the most fetches in flight at once) is 0, yet {} URLs \
+             were fetched: is the in-flight count kept?",
+            report.stats.len()
+        );
     }
     for s in &report.stats {
         assert!(s.num_new_urls <= s.num_urls, "{}: NEW > TOTAL", s.url);
@@ -121,6 +138,59 @@ fn kind_of(report: &CrawlReport, url: &str) -> Option<FailKind> {
     stat(report, url).error.as_ref().map(|e| e.kind)
 }
 
+/// How many log lines a failure message shows at each end of a long log.
+const SHOWN_LINES: usize = 15;
+
+/// `lines` for a failure message, one a line: all of them when there are
+/// few, else the first and last [`SHOWN_LINES`] and how many were left out,
+/// so that a failed check shows what the crawl did log without burying the
+/// message under hundreds of lines.
+pub fn show_lines(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return "  (none: nothing was logged into `config.log`)\n".to_string();
+    }
+    let show = |lines: &[String]| -> String { lines.iter().map(|l| format!("  {l}\n")).collect() };
+    if lines.len() <= 2 * SHOWN_LINES {
+        return show(lines);
+    }
+    format!(
+        "{}  ... {} lines left out ...\n{}",
+        show(&lines[..SHOWN_LINES]),
+        lines.len() - 2 * SHOWN_LINES,
+        show(&lines[lines.len() - SHOWN_LINES..])
+    )
+}
+
+/// The lines of `lines` that contain `word`, for a failure message: a line
+/// worded a little differently from the one a check looks for shows here.
+pub fn lines_mentioning(lines: &[String], word: &str) -> String {
+    let found: Vec<String> = lines.iter().filter(|l| l.contains(word)).cloned().collect();
+    if found.is_empty() {
+        format!("  (no line mentions `{word}`)\n")
+    } else {
+        show_lines(&found)
+    }
+}
+
+/// How the URLs a crawl reported differ from those expected, for a failure
+/// message: the expected URLs missing from the report, and the reported
+/// URLs not expected (at most ten of each).
+pub fn url_diff(got: &BTreeSet<String>, expected: &BTreeSet<String>) -> String {
+    let list = |urls: Vec<&String>| -> String {
+        let more = urls.len().saturating_sub(10);
+        let shown: Vec<&str> = urls.iter().take(10).map(|u| u.as_str()).collect();
+        match more {
+            0 => format!("{shown:?}"),
+            _ => format!("{shown:?} and {more} more"),
+        }
+    };
+    format!(
+        "\n  expected but not reported: {}\n  reported but not expected: {}",
+        list(expected.difference(got).collect()),
+        list(got.difference(expected).collect())
+    )
+}
+
 /// Three pages that link in a cycle: each is fetched once, and `NEW/TOTAL`
 /// shows which page discovered which.
 pub fn link_cycle(lesson: Lesson, crawl: CrawlFn) {
@@ -133,25 +203,56 @@ pub fn link_cycle(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
     let u = |p: &str| server.url(p);
-    assert_eq!(report.urls(), set(&[u("/"), u("/a"), u("/b")]));
+    let expected = set(&[u("/"), u("/a"), u("/b")]);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: the cycle's three pages, each once{}",
+        url_diff(&report.urls(), &expected)
+    );
     for path in ["/", "/a", "/b"] {
         assert_eq!(
             server.request_count(path),
             1,
-            "{path} fetched more than once"
+            "requests for {path}: one, though the cycle links to it again (a URL already \
+             seen is not queued again)"
         );
         let s = stat(&report, &u(path));
-        assert_eq!(s.status, Some(200));
-        assert_eq!(s.content_type.as_deref(), Some("text/html"));
-        assert_eq!(s.encoding.as_deref(), Some("utf-8"));
+        assert_eq!(
+            s.status,
+            Some(200),
+            "{path}: status of a page the server has"
+        );
+        assert_eq!(
+            s.content_type.as_deref(),
+            Some("text/html"),
+            "{path}: content type, `text/html; charset=utf-8` without its parameters"
+        );
+        assert_eq!(
+            s.encoding.as_deref(),
+            Some("utf-8"),
+            "{path}: encoding, the charset parameter of its Content-Type"
+        );
     }
     let counts = |p: &str| {
         let s = stat(&report, &u(p));
         (s.num_new_urls, s.num_urls)
     };
-    assert_eq!(counts("/"), (1, 1));
-    assert_eq!(counts("/a"), (1, 2));
-    assert_eq!(counts("/b"), (0, 2));
+    assert_eq!(
+        counts("/"),
+        (1, 1),
+        "(NEW, TOTAL) on /'s line: it links only to /a, which nobody had seen"
+    );
+    assert_eq!(
+        counts("/a"),
+        (1, 2),
+        "(NEW, TOTAL) on /a's line: it links to /b (new) and / (seen: a root)"
+    );
+    assert_eq!(
+        counts("/b"),
+        (0, 2),
+        "(NEW, TOTAL) on /b's line: it links to / and /a, both seen before /b was fetched"
+    );
 }
 
 /// A broken link gives a `404` line (`error`, `status_404`), not a failure.
@@ -160,10 +261,27 @@ pub fn not_found(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
     let s = stat(&report, &server.url("/missing"));
-    assert_eq!(s.status, Some(404));
-    assert!(s.error.is_none());
-    assert_eq!(s.content_type, None);
-    assert_eq!(report.counts().get("status_404"), Some(&1));
+    assert_eq!(
+        s.status,
+        Some(404),
+        "/missing: the status the server answered for a page it does not have"
+    );
+    assert!(
+        s.error.is_none(),
+        "/missing: a 404 is an answer (an `error` line with its status), not a failed \
+         fetch, yet it has the failure {:?}",
+        s.error
+    );
+    assert_eq!(
+        s.content_type, None,
+        "/missing: only a 200's content type is recorded, not a 404's"
+    );
+    assert_eq!(
+        report.counts().get("status_404"),
+        Some(&1),
+        "the stats table's `status_404`: the one URL that answered 404, /missing\n{}",
+        report.render()
+    );
 }
 
 /// Links to other hosts are not followed: another name, another IP literal.
@@ -177,8 +295,20 @@ pub fn prohibited_host(lesson: Lesson, crawl: CrawlFn) {
     ));
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
-    assert_eq!(report.urls(), set(&[server.url("/"), server.url("/ok")]));
-    assert_eq!(stat(&report, &server.url("/")).num_urls, 1);
+    let expected = set(&[server.url("/"), server.url("/ok")]);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: / and /ok; links to another host (a name, 127.0.0.2, \
+         localhost.invalid) are not followed{}",
+        url_diff(&report.urls(), &expected)
+    );
+    assert_eq!(
+        stat(&report, &server.url("/")).num_urls,
+        1,
+        "TOTAL on /'s line counts the links the crawl may follow: /ok, not the three to \
+         other hosts"
+    );
 }
 
 /// `--exclude` skips matching links, but never a root.
@@ -195,11 +325,19 @@ pub fn exclude(lesson: Lesson, crawl: CrawlFn) {
     config.exclude = Some(regex::Regex::new("private").expect("constant regex"));
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
+    let expected = set(&[server.url("/private/"), server.url("/public")]);
     assert_eq!(
         report.urls(),
-        set(&[server.url("/private/"), server.url("/public")])
+        expected,
+        "the URLs reported: the root /private/ (a root is never excluded) and /public; \
+         /private/x matches --exclude `private`{}",
+        url_diff(&report.urls(), &expected)
     );
-    assert_eq!(server.request_count("/private/x"), 0);
+    assert_eq!(
+        server.request_count("/private/x"),
+        0,
+        "requests for /private/x, which matches --exclude `private`: none"
+    );
 }
 
 /// Fragments are dropped: `/a#one` and `/a#two` are one URL, and `#top` is
@@ -215,10 +353,26 @@ pub fn fragments(lesson: Lesson, crawl: CrawlFn) {
     );
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/#start"));
     assert_consistent(&report);
-    assert_eq!(report.urls(), set(&[server.url("/"), server.url("/a")]));
+    let expected = set(&[server.url("/"), server.url("/a")]);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: / and /a, since a URL's `#fragment` is dropped (the root \
+         /#start is /, /a#one and /a#two are /a){}",
+        url_diff(&report.urls(), &expected)
+    );
     let root = stat(&report, &server.url("/"));
-    assert_eq!((root.num_new_urls, root.num_urls), (1, 2));
-    assert_eq!(server.request_count("/a"), 1);
+    assert_eq!(
+        (root.num_new_urls, root.num_urls),
+        (1, 2),
+        "(NEW, TOTAL) on /'s line: its links are two URLs, /a (new; /a#one and /a#two \
+         are one link) and / (#top: the page itself, seen)"
+    );
+    assert_eq!(
+        server.request_count("/a"),
+        1,
+        "requests for /a: one, though it is linked as /a#one and /a#two"
+    );
 }
 
 /// Relative links resolve against the page URL, or its `<base href>`.
@@ -256,8 +410,20 @@ pub fn relative_links(lesson: Lesson, crawl: CrawlFn) {
     .iter()
     .map(|p| server.url(p))
     .collect();
-    assert_eq!(report.urls(), set(&expected));
-    assert_eq!(stat(&report, &server.url("/based/")).num_urls, 1);
+    let expected = set(&expected);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: each relative href resolved against its page's URL (`../`, \
+         `./`, `?page=2`), or against <base href> on /based/{}",
+        url_diff(&report.urls(), &expected)
+    );
+    assert_eq!(
+        stat(&report, &server.url("/based/")).num_urls,
+        1,
+        "TOTAL on /based/'s line: its one link, `next.html` resolved against \
+         <base href=\"/docs/guide/\">"
+    );
 }
 
 /// Only HTML and XML bodies are searched for links; every other 200 is an
@@ -286,23 +452,50 @@ pub fn non_html_not_parsed(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
     let u = |p: &str| server.url(p);
+    let expected = set(&[
+        u("/"),
+        u("/notes.txt"),
+        u("/feed.xml"),
+        u("/style.css"),
+        u("/from-xml"),
+    ]);
     assert_eq!(
         report.urls(),
-        set(&[
-            u("/"),
-            u("/notes.txt"),
-            u("/feed.xml"),
-            u("/style.css"),
-            u("/from-xml")
-        ])
+        expected,
+        "the URLs reported: /'s three links, and /from-xml found in the XML feed; not \
+         /hidden-from-text (a text/plain body is not searched for links){}",
+        url_diff(&report.urls(), &expected)
     );
     let txt = stat(&report, &u("/notes.txt"));
-    assert_eq!(txt.content_type.as_deref(), Some("text/plain"));
-    assert_eq!(txt.size, r#"see href="/hidden-from-text""#.len());
+    assert_eq!(
+        txt.content_type.as_deref(),
+        Some("text/plain"),
+        "/notes.txt: content type, from its Content-Type"
+    );
+    assert_eq!(
+        txt.size,
+        r#"see href="/hidden-from-text""#.len(),
+        "/notes.txt: SIZE, its body's length in bytes"
+    );
     let xml = stat(&report, &u("/feed.xml"));
-    assert_eq!(xml.content_type.as_deref(), Some("application/xml"));
-    assert_eq!(xml.encoding.as_deref(), Some("iso-8859-1"));
-    assert_eq!(report.counts().get("other"), Some(&3));
+    assert_eq!(
+        xml.content_type.as_deref(),
+        Some("application/xml"),
+        "/feed.xml: content type, `application/xml; charset=ISO-8859-1` without its \
+         parameters"
+    );
+    assert_eq!(
+        xml.encoding.as_deref(),
+        Some("iso-8859-1"),
+        "/feed.xml: encoding, the charset parameter `ISO-8859-1` lowercased"
+    );
+    assert_eq!(
+        report.counts().get("other"),
+        Some(&3),
+        "the stats table's `other`: 200s that are not text/html (/notes.txt, /feed.xml, \
+         /style.css)\n{}",
+        report.render()
+    );
 }
 
 /// A redirect is recorded with its target; an allowed target is fetched, an
@@ -326,35 +519,66 @@ pub fn redirect_recorded(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
     let u = |p: &str| server.url(p);
+    let expected = set(&[
+        u("/"),
+        u("/old"),
+        u("/away"),
+        u("/nowhere"),
+        u("/temp"),
+        u("/new"),
+    ]);
     assert_eq!(
         report.urls(),
-        set(&[
-            u("/"),
-            u("/old"),
-            u("/away"),
-            u("/nowhere"),
-            u("/temp"),
-            u("/new")
-        ])
+        expected,
+        "the URLs reported: /'s four links and /new, the target of /old and /temp (not \
+         /away's target, on another host){}",
+        url_diff(&report.urls(), &expected)
     );
     let old = stat(&report, &u("/old"));
-    assert_eq!(old.status, Some(301));
-    assert_eq!(old.next_url.as_deref(), Some(u("/new").as_str()));
+    assert_eq!(
+        old.status,
+        Some(301),
+        "/old: the redirect's own status, not its target's"
+    );
+    assert_eq!(
+        old.next_url.as_deref(),
+        Some(u("/new").as_str()),
+        "/old: the redirect's target, Location `/new#frag` resolved against /old and \
+         without its fragment"
+    );
     let away = stat(&report, &u("/away"));
-    assert_eq!(away.next_url.as_deref(), Some("http://elsewhere.invalid/"));
-    assert_eq!(kind_of(&report, &u("/nowhere")), Some(FailKind::Redirect));
+    assert_eq!(
+        away.next_url.as_deref(),
+        Some("http://elsewhere.invalid/"),
+        "/away: an off-site target is still recorded on the line (only not fetched)"
+    );
+    assert_eq!(
+        kind_of(&report, &u("/nowhere")),
+        Some(FailKind::Redirect),
+        "/nowhere: a 302 without Location fails as `redirect`"
+    );
     assert_eq!(
         server.request_count("/new"),
         1,
-        "a redirect target is fetched once"
+        "requests for /new: one, though both /old and /temp redirect to it (a target \
+         already seen is not queued again)"
     );
-    assert_eq!(report.counts().get("redirect"), Some(&3));
+    assert_eq!(
+        report.counts().get("redirect"),
+        Some(&3),
+        "the stats table's `redirect`: the redirects with a target, /old, /away and /temp \
+         (/nowhere, without Location, is a `fail`)\n{}",
+        report.render()
+    );
     let lines = config.log.lines();
     let wanted = format!("redirect to {} from {}", u("/new"), u("/old"));
     let wanted_temp = format!("redirect to {} from {}", u("/new"), u("/temp"));
     assert!(
         lines.iter().any(|l| *l == wanted || *l == wanted_temp),
-        "no `redirect to` line in {lines:#?}"
+        "no log line `{wanted}` (or `{wanted_temp}`): the crawl logs `redirect to TARGET \
+         from URL` at info level when it queues a redirect's target; lines mentioning \
+         `redirect`:\n{}",
+        lines_mentioning(&lines, "redirect")
     );
 }
 
@@ -387,14 +611,38 @@ pub fn malformed_response(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
     let u = |p: &str| server.url(p);
-    assert_eq!(kind_of(&report, &u("/garbage")), Some(FailKind::Protocol));
-    assert_eq!(kind_of(&report, &u("/short")), Some(FailKind::Reset));
-    assert_eq!(kind_of(&report, &u("/badchunk")), Some(FailKind::Protocol));
-    assert_eq!(kind_of(&report, &u("/empty")), Some(FailKind::Reset));
-    assert_eq!(stat(&report, &u("/ok")).status, Some(200));
+    assert_eq!(
+        kind_of(&report, &u("/garbage")),
+        Some(FailKind::Protocol),
+        "/garbage: `SPDY/9 banana` is not an HTTP status line, a `protocol` failure"
+    );
+    assert_eq!(
+        kind_of(&report, &u("/short")),
+        Some(FailKind::Reset),
+        "/short: the connection closed 90 bytes before Content-Length's 100, a `reset` \
+         failure"
+    );
+    assert_eq!(
+        kind_of(&report, &u("/badchunk")),
+        Some(FailKind::Protocol),
+        "/badchunk: the chunk size `zz` is not hexadecimal, a `protocol` failure"
+    );
+    assert_eq!(
+        kind_of(&report, &u("/empty")),
+        Some(FailKind::Reset),
+        "/empty: the connection closed before one byte of answer, a `reset` failure"
+    );
+    assert_eq!(
+        stat(&report, &u("/ok")).status,
+        Some(200),
+        "/ok: fetched as usual, the crawl going on past the broken answers"
+    );
     for path in ["/garbage", "/short", "/badchunk", "/empty"] {
         let line = crate::report::line(stat(&report, &u(path))).to_string();
-        assert!(line.starts_with(&format!("{} error ", u(path))), "{line}");
+        assert!(
+            line.starts_with(&format!("{} error ", u(path))),
+            "{path}: a failed URL's report line reads `URL error MESSAGE`; it was {line:?}"
+        );
     }
 }
 
@@ -416,9 +664,15 @@ pub fn stuck_server(lesson: Lesson, crawl: CrawlFn) {
     assert_consistent(&report);
     assert_eq!(
         kind_of(&report, &server.url("/stuck")),
-        Some(FailKind::Timeout)
+        Some(FailKind::Timeout),
+        "/stuck: the server accepts and never answers, so with --timeout 1 the fetch \
+         fails as `timeout`"
     );
-    assert_eq!(stat(&report, &server.url("/ok")).status, Some(200));
+    assert_eq!(
+        stat(&report, &server.url("/ok")).status,
+        Some(200),
+        "/ok: fetched as usual while /stuck hangs"
+    );
     assert!(
         took < Duration::from_secs(20),
         "a 1 s timeout took {took:?} to end the crawl"
@@ -438,11 +692,22 @@ pub fn non_utf8_body(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
     let root = stat(&report, &server.url("/"));
-    assert_eq!(root.encoding.as_deref(), Some("iso-8859-1"));
-    assert_eq!(root.num_urls, 2);
+    assert_eq!(
+        root.encoding.as_deref(),
+        Some("iso-8859-1"),
+        "/: encoding, the charset parameter of `text/html; charset=iso-8859-1`"
+    );
+    assert_eq!(
+        root.num_urls, 2,
+        "TOTAL on /'s line: /latin and /upper (`<A HREF=...>`: tag and attribute names \
+         in any case), found in a body that is not valid UTF-8"
+    );
+    let expected = set(&[server.url("/"), server.url("/latin"), server.url("/upper")]);
     assert_eq!(
         report.urls(),
-        set(&[server.url("/"), server.url("/latin"), server.url("/upper")])
+        expected,
+        "the URLs reported: / and the two links found among its invalid UTF-8 bytes{}",
+        url_diff(&report.urls(), &expected)
     );
 }
 
@@ -456,10 +721,14 @@ pub fn https_unsupported(lesson: Lesson, crawl: CrawlFn) {
     assert_consistent(&report);
     let s = stat(&report, https);
     let err = s.error.as_ref().expect("an https URL must be an error");
-    assert_eq!(err.kind, FailKind::Unsupported);
+    assert_eq!(
+        err.kind,
+        FailKind::Unsupported,
+        "{https}: the course has no TLS, so an https URL fails as `unsupported`"
+    );
     assert!(
         err.message.contains("https not supported"),
-        "{}",
+        "{https}: the failure's message must say `https not supported`; it was {:?}",
         err.message
     );
 }
@@ -478,9 +747,14 @@ pub fn too_large(lesson: Lesson, crawl: CrawlFn) {
     assert_consistent(&report);
     assert_eq!(
         kind_of(&report, &server.url("/big")),
-        Some(FailKind::TooLarge)
+        Some(FailKind::TooLarge),
+        "/big: a body of 4097 bytes, one over the limit of 4096, fails as `too_large`"
     );
-    assert_eq!(stat(&report, &server.url("/exact")).size, 4096);
+    assert_eq!(
+        stat(&report, &server.url("/exact")).size,
+        4096,
+        "/exact: SIZE of a body of exactly the limit (4096 bytes), which is fetched whole"
+    );
 }
 
 /// Chunked bodies are de-chunked: links inside are found, `SIZE` is the
@@ -495,8 +769,17 @@ pub fn chunked_body(lesson: Lesson, crawl: CrawlFn) {
     );
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
-    assert_eq!(stat(&report, &server.url("/")).size, body.len());
-    assert_eq!(report.urls().len(), 3);
+    assert_eq!(
+        stat(&report, &server.url("/")).size,
+        body.len(),
+        "/: SIZE of a chunked body, its de-chunked length (without the chunk sizes)"
+    );
+    assert_eq!(
+        report.urls().len(),
+        3,
+        "URLs reported: /, and /one and /two, the links inside its chunked body\n{}",
+        report.render()
+    );
 }
 
 /// Duplicate roots are fetched once; a root without a scheme gets `http://`.
@@ -508,8 +791,19 @@ pub fn duplicate_roots(lesson: Lesson, crawl: CrawlFn) {
     config.roots.push(server.url("/#again"));
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
-    assert_eq!(report.urls(), set(&[server.url("/")]));
-    assert_eq!(server.request_count("/"), 1);
+    let expected = set(&[server.url("/")]);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: / alone; the roots `HOST:PORT/` (a root without a scheme gets \
+         http://) and `/#again` are the same URL{}",
+        url_diff(&report.urls(), &expected)
+    );
+    assert_eq!(
+        server.request_count("/"),
+        1,
+        "requests for /: one, though it is given as a root three times"
+    );
 }
 
 /// A root on a closed port: a `connect` failure, and no status received (the
@@ -522,8 +816,17 @@ pub fn closed_port(lesson: Lesson, crawl: CrawlFn) {
     config.max_tries = 1;
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
-    assert_eq!(kind_of(&report, &root), Some(FailKind::Connect));
-    assert!(!report.received_any_status());
+    assert_eq!(
+        kind_of(&report, &root),
+        Some(FailKind::Connect),
+        "{root}: nothing listens on that port, so connecting fails: a `connect` failure"
+    );
+    assert!(
+        !report.received_any_status(),
+        "no URL can have received a status line from a closed port (the program then \
+         exits 1), yet one has a status\n{}",
+        report.render()
+    );
 }
 
 /// A root whose server answers with a status line and then a broken head
@@ -540,11 +843,28 @@ pub fn answered_but_broken(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
     let root = server.url("/");
-    assert_eq!(kind_of(&report, &root), Some(FailKind::Protocol));
-    assert_eq!(stat(&report, &root).status, Some(200));
-    assert!(report.received_any_status());
+    assert_eq!(
+        kind_of(&report, &root),
+        Some(FailKind::Protocol),
+        "{root}: `Content-Length: many` is not a number, a `protocol` failure"
+    );
+    assert_eq!(
+        stat(&report, &root).status,
+        Some(200),
+        "{root}: the status of `HTTP/1.1 200 OK`, received before the broken head, is kept \
+         on the failed URL"
+    );
+    assert!(
+        report.received_any_status(),
+        "a status line was received, so the crawl counts as answered (exit 0)\n{}",
+        report.render()
+    );
     let line = crate::report::line(stat(&report, &root)).to_string();
-    assert!(line.starts_with(&format!("{root} error ")), "{line}");
+    assert!(
+        line.starts_with(&format!("{root} error ")),
+        "{root}: a failed URL's report line reads `URL error MESSAGE`, status or not; it \
+         was {line:?}"
+    );
 }
 
 /// A generated site of a few hundred pages: exactly the URLs the generator
@@ -559,8 +879,26 @@ pub fn generated_site(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
     assert_consistent(&report);
     let origin = server.url("");
-    assert_eq!(report.urls(), site.expected_urls(&origin));
-    assert!(report.stats.iter().all(|s| s.error.is_none()));
+    let expected = site.expected_urls(&origin);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported: those the site generator says a correct crawl of its {} pages \
+         reports{}",
+        spec.pages,
+        url_diff(&report.urls(), &expected)
+    );
+    let failed: Vec<String> = report
+        .stats
+        .iter()
+        .filter(|s| s.error.is_some())
+        .map(|s| crate::report::line(s).to_string())
+        .collect();
+    assert!(
+        report.stats.iter().all(|s| s.error.is_none()),
+        "no URL of the generated site may fail; these did:\n{}",
+        show_lines(&failed)
+    );
 }
 
 /// The one-line-per-URL `info` log lines are the report's lines.
@@ -575,7 +913,12 @@ pub fn info_lines(lesson: Lesson, crawl: CrawlFn) {
     let lines = config.log.lines();
     for s in &report.stats {
         let line = crate::report::line(s).to_string();
-        assert!(lines.contains(&line), "no log line {line:?} in {lines:#?}");
+        assert!(
+            lines.contains(&line),
+            "no log line {line:?}: each URL's report line is also logged, at info level, \
+             when it finishes; lines were:\n{}",
+            show_lines(&lines)
+        );
     }
 }
 
@@ -608,7 +951,8 @@ pub fn many_links_under_fd_limit(
     assert_complete(&run, &format!("{program} under ulimit -n {fd_limit}"));
     assert!(
         run.stdout.contains(&format!("Finished {} urls", links + 1)),
-        "{}",
+        "no `Finished {} urls` line (the root and its {links} links) in the report:\n{}",
+        links + 1,
         run.stdout
     );
     let achieved = run.achieved_concurrency();
@@ -731,14 +1075,28 @@ pub fn run_program(program: &str, args: &[&str], fd_limit: Option<usize>) -> Pro
 /// A crawl that ran to the end with every URL fetched: exit 0, `Todo: 0`,
 /// no URL failed (the sites these checks use have no broken links), no hint.
 fn assert_complete(run: &ProgramRun, what: &str) {
-    assert_eq!(run.code, Some(0), "{what}: exit status\n{}", run.stderr);
-    assert!(run.stdout.contains("Todo: 0"), "{what}:\n{}", run.stdout);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{what}: exit status of a crawl that ran to the end (None: killed by a signal); \
+         it printed on stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("Todo: 0"),
+        "{what}: no `Todo: 0` line, so URLs seen were left unfetched; the report:\n{}",
+        run.stdout
+    );
     let failed: Vec<&str> = run
         .stdout
         .lines()
         .filter(|l| l.contains(" error "))
         .collect();
-    assert!(failed.is_empty(), "{what}: URLs failed: {failed:#?}");
+    assert!(
+        failed.is_empty(),
+        "{what}: URLs failed on a site with no broken link (a fetch that found no free \
+         descriptor must wait, not fail): {failed:#?}"
+    );
 }
 
 /// The descriptor promise, for every lesson: `args` ask for more fetches at
@@ -763,15 +1121,19 @@ pub fn slow_site_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
     all.extend(["-q", &root]);
     let run = run_program(program, &all, Some(fd_limit));
     assert_complete(&run, &format!("{program} under ulimit -n {fd_limit}"));
+    let expected = generate(&spec).expected_urls(&server.origin());
     assert_eq!(
         run.urls(),
-        generate(&spec).expected_urls(&server.origin()),
-        "not every URL was reported"
+        expected,
+        "the URLs {program} reported under ulimit -n {fd_limit}: every URL of the \
+         generated site{}",
+        url_diff(&run.urls(), &expected)
     );
     let achieved = run.achieved_concurrency();
     assert!(
         achieved < fd_limit,
-        "{achieved} sockets under ulimit -n {fd_limit}"
+        "achieved concurrency {achieved}: more sockets at once than ulimit -n {fd_limit} \
+         allows open files"
     );
     assert!(
         achieved >= fd_limit / 2,
@@ -801,7 +1163,12 @@ pub fn demo_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
             .map(|u| u.splitn(4, '/').nth(3).unwrap_or_default().to_string())
             .collect()
     };
-    assert_eq!(paths(&limited), paths(&free));
+    assert_eq!(
+        paths(&limited),
+        paths(&free),
+        "the paths crawled under ulimit -n {fd_limit} must be those crawled without a \
+         limit: the limit slows the crawl, it does not shorten it"
+    );
     let achieved = limited.achieved_concurrency();
     assert!(
         (2..fd_limit / 2).contains(&achieved),
@@ -818,10 +1185,17 @@ pub fn demo_below_its_floor(program: &str, args: &[&str]) {
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["-q", "--demo"]);
     let run = run_program(program, &all, Some(9));
-    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "exit status of --demo under ulimit -n 9, which leaves no descriptor for a \
+         connection: 1, at once (None: killed, e.g. at the deadline)\nstdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
     assert!(
         run.stderr.contains("cannot serve the demo site"),
-        "{}",
+        "no line saying `cannot serve the demo site` on stderr; it printed:\n{}",
         run.stderr
     );
 }
@@ -839,20 +1213,42 @@ pub fn exit_status_follows_status_lines(program: &str, args: &[&str]) {
     let mut all: Vec<&str> = args.to_vec();
     all.push(&root);
     let run = run_program(program, &all, None);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "exit status when the root answered a status line (then a broken head): 0, the \
+         site answered; stderr:\n{}",
+        run.stderr
+    );
     assert!(
         run.stdout.contains(&format!("{root} error ")),
-        "{}",
+        "no report line `{root} error ...` (its head is broken) in:\n{}",
         run.stdout
     );
-    assert!(!run.stderr.contains("Is a site running?"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("Is a site running?"),
+        "the hint `Is a site running?` is for a crawl that received no status line, and \
+         this one did; stderr:\n{}",
+        run.stderr
+    );
 
     let closed = format!("http://{}/", crate::fixtures::server::refused_addr());
     let mut all: Vec<&str> = args.to_vec();
     all.push(&closed);
     let run = run_program(program, &all, None);
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert!(run.stderr.contains("Is a site running?"), "{}", run.stderr);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "exit status when the only root, {closed}, is a closed port: 1, no status line \
+         received; stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("Is a site running?"),
+        "no hint `Is a site running?` on stderr after a crawl that received no status \
+         line; stderr:\n{}",
+        run.stderr
+    );
 }
 
 /// [`out_of_descriptors_waits_for_a_free_one`] uses up the descriptors of
@@ -978,17 +1374,32 @@ pub fn out_of_descriptors_waits_for_a_free_one(
     drop(server.stdin.take());
     let _ = server.wait();
 
-    assert_eq!(report.stats.len(), PAGES + 1, "{}", report.render());
-    assert!(
-        report.stats.iter().all(|s| s.status == Some(200)),
-        "{}",
+    assert_eq!(
+        report.stats.len(),
+        PAGES + 1,
+        "URLs reported: the root and its {PAGES} links, every one fetched though only \
+         {FREE} descriptors were free (a fetch that finds none waits, it does not fail)\n{}",
         report.render()
     );
-    assert_eq!(report.todo, 0);
+    assert!(
+        report.stats.iter().all(|s| s.status == Some(200)),
+        "every URL must end with status 200: out of descriptors, a fetch waits for one of \
+         the crawl's own sockets to close instead of failing\n{}",
+        report.render()
+    );
+    assert_eq!(
+        report.todo, 0,
+        "Todo: URLs seen but never finished; none after a complete crawl"
+    );
     let lines = config.log.lines();
     assert!(
         lines.iter().any(|l| l.ends_with("out of file descriptors")),
-        "no URL had to wait for a descriptor"
+        "no log line ending in `out of file descriptors`: the crawl logs `wait URL: out of \
+         file descriptors` at debug level when opening a socket fails for want of a \
+         descriptor and the fetch waits for one. Every URL was fetched, so if yours did \
+         wait, check the wording. Lines mentioning `descriptor`:\n{}All lines:\n{}",
+        lines_mentioning(&lines, "descriptor"),
+        show_lines(&lines)
     );
 }
 
@@ -1012,15 +1423,33 @@ pub fn exercise_retry_network_errors(lesson: Lesson, crawl: CrawlFn) {
     let report = crawl_within_deadline(crawl, &config);
 
     let flaky = stat(&report, &server.url("/flaky"));
-    assert_eq!(flaky.status, Some(200), "third time lucky: {flaky:?}");
-    assert_eq!(server.request_count("/flaky"), 3);
+    assert_eq!(
+        flaky.status,
+        Some(200),
+        "/flaky drops its first two connections and answers the third: with max_tries 3 \
+         it ends as a 200; its statistic was {flaky:?}"
+    );
+    assert_eq!(
+        server.request_count("/flaky"),
+        3,
+        "requests for /flaky: two dropped, then the third answered"
+    );
 
     assert_eq!(
         kind_of(&report, &server.url("/dead")),
-        Some(FailKind::Reset)
+        Some(FailKind::Reset),
+        "/dead drops every connection: after its last try it fails as `reset`"
     );
-    assert_eq!(server.request_count("/dead"), 3, "three tries, no more");
-    assert_eq!(server.request_count("/"), 1);
+    assert_eq!(
+        server.request_count("/dead"),
+        3,
+        "requests for /dead: max_tries is 3, so three tries, no more"
+    );
+    assert_eq!(
+        server.request_count("/"),
+        1,
+        "requests for /: one, since a page that answered is never fetched again"
+    );
 }
 
 // ---- politeness: robots.txt, --delay, --max-pages, --max-depth ----
@@ -1071,29 +1500,63 @@ pub fn robots_rules(lesson: Lesson, crawl: CrawlFn) {
     assert_consistent(&report);
     let url = |path: &str| server.url(path);
     for path in ["/", "/a", "/private/open", "/doc.pdf?v=2"] {
-        assert_eq!(stat(&report, &url(path)).status, Some(200), "{path}");
+        assert_eq!(
+            stat(&report, &url(path)).status,
+            Some(200),
+            "{path}: allowed by robots.txt's group for `Crawler-Course` (the `*` group, \
+             which refuses /a, does not apply; `Allow: /private/open` is longer than \
+             `Disallow: /private`; `/*.pdf$` does not match a query), so fetched"
+        );
     }
     for path in ["/private/x", "/doc.pdf"] {
         let line = crate::report::line(stat(&report, &url(path))).to_string();
-        assert_eq!(line, format!("{} blocked robots", url(path)));
-        assert_eq!(server.request_count(path), 0, "{path} was fetched");
+        assert_eq!(
+            line,
+            format!("{} blocked robots", url(path)),
+            "{path}: refused by robots.txt, so its report line is `URL blocked robots`"
+        );
+        assert_eq!(
+            server.request_count(path),
+            0,
+            "requests for {path}, which robots.txt refuses: none"
+        );
     }
     assert!(
         report.get(&url("/behind")).is_none(),
-        "a blocked page's link"
+        "/behind is linked only from /private/x, which robots.txt refuses: a refused \
+         page is not fetched, so its links are never seen\n{}",
+        report.render()
     );
-    assert_eq!(report.counts().get("blocked"), Some(&2));
+    assert_eq!(
+        report.counts().get("blocked"),
+        Some(&2),
+        "the stats table's `blocked`: the URLs robots.txt refused, /private/x and /doc.pdf\n{}",
+        report.render()
+    );
     let requests = server.requests();
-    assert_eq!(requests[0].target, "/robots.txt", "robots.txt comes first");
-    assert_eq!(server.request_count("/robots.txt"), 1);
-    assert!(requests
-        .iter()
-        .all(|r| r.header("user-agent") == Some("crawler-course")));
-    let said = config.log.lines();
+    assert_eq!(
+        requests[0].target, "/robots.txt",
+        "the first request to a host: its robots.txt, before any page"
+    );
+    assert_eq!(
+        server.request_count("/robots.txt"),
+        1,
+        "requests for robots.txt: one per host, its rules kept for the whole crawl"
+    );
+    let agents: BTreeSet<Option<&str>> = requests.iter().map(|r| r.header("user-agent")).collect();
     assert!(
-        said.iter()
-            .any(|l| l.starts_with(&format!("robots.txt for {}: status 200", server.addr()))),
-        "no info line about robots.txt in {said:#?}"
+        requests
+            .iter()
+            .all(|r| r.header("user-agent") == Some("crawler-course")),
+        "every request must carry `User-Agent: crawler-course`; the server saw {agents:?}"
+    );
+    let said = config.log.lines();
+    let wanted = format!("robots.txt for {}: status 200", server.addr());
+    assert!(
+        said.iter().any(|l| l.starts_with(&wanted)),
+        "no log line beginning `{wanted}`: the crawl logs at info level what it read of a \
+         host's robots.txt; lines mentioning `robots`:\n{}",
+        lines_mentioning(&said, "robots")
     );
 
     // Another name picks another group: everything refused, and the crawl
@@ -1102,12 +1565,24 @@ pub fn robots_rules(lesson: Lesson, crawl: CrawlFn) {
     config.user_agent = "other-bot".into();
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
-    assert_eq!(report.urls(), set(&[url("/")]));
+    let expected = set(&[url("/")]);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "as `other-bot`, whose group says `Disallow: /`: only the root, refused{}",
+        url_diff(&report.urls(), &expected)
+    );
     assert_eq!(
         stat(&report, &url("/")).blocked,
-        Some(crate::Blocked::Robots)
+        Some(crate::Blocked::Robots),
+        "/ as `other-bot`: refused by robots.txt (`blocked robots`)"
     );
-    assert!(report.received_any_status());
+    assert!(
+        report.received_any_status(),
+        "a root robots.txt refused counts as answered (the site answered robots.txt), so \
+         the program exits 0\n{}",
+        report.render()
+    );
 }
 
 /// `--robots ignore`: no robots.txt request, every page fetched.
@@ -1117,10 +1592,26 @@ pub fn robots_ignored(lesson: Lesson, crawl: CrawlFn) {
     config.obey_robots = false;
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
-    assert_eq!(server.request_count("/robots.txt"), 0);
-    assert_eq!(server.request_count("/private/x"), 1);
-    assert_eq!(stat(&report, &server.url("/behind")).status, Some(200));
-    assert!(!report.counts().contains_key("blocked"));
+    assert_eq!(
+        server.request_count("/robots.txt"),
+        0,
+        "requests for robots.txt with --robots ignore: none"
+    );
+    assert_eq!(
+        server.request_count("/private/x"),
+        1,
+        "requests for /private/x, which robots.txt would refuse: one, with --robots ignore"
+    );
+    assert_eq!(
+        stat(&report, &server.url("/behind")).status,
+        Some(200),
+        "/behind, linked from /private/x: fetched with --robots ignore"
+    );
+    assert!(
+        !report.counts().contains_key("blocked"),
+        "with --robots ignore no URL is `blocked`\n{}",
+        report.render()
+    );
 }
 
 /// What robots.txt answers other than 200 mean: a 404 allows everything
@@ -1149,30 +1640,82 @@ pub fn robots_statuses(lesson: Lesson, crawl: CrawlFn) {
     };
 
     let (server, report) = crawl_with(None, Duration::from_secs(10));
-    assert_eq!(report.urls().len(), 3);
-    assert!(report.stats.iter().all(|s| s.status == Some(200)));
-    assert_eq!(server.request_count("/robots.txt"), 1);
+    assert_eq!(
+        report.urls().len(),
+        3,
+        "URLs reported when robots.txt is a 404 (no rules): all three pages\n{}",
+        report.render()
+    );
+    assert!(
+        report.stats.iter().all(|s| s.status == Some(200)),
+        "robots.txt a 404 allows everything: every page ends as a 200\n{}",
+        report.render()
+    );
+    assert_eq!(
+        server.request_count("/robots.txt"),
+        1,
+        "requests for robots.txt when it is a 404: one (a 404 is an answer, not retried)"
+    );
     assert_eq!(
         server.requests_total(),
         4,
-        "the pages once, robots.txt once"
+        "requests in all: the three pages once, robots.txt once"
     );
 
-    // (robots.txt's route, the timeout, whether the site answered: a
-    // crawl with no answer at all exits 1, as with a closed port.)
-    for (robots, timeout, answered) in [
-        (Route::status(503), Duration::from_secs(10), true),
-        (Route::status(429), Duration::from_secs(10), true),
-        (Route::stall(), Duration::from_millis(300), false),
+    // (what robots.txt does, its route, the timeout, whether the site
+    // answered: a crawl with no answer at all exits 1, as with a closed
+    // port.)
+    for (what, robots, timeout, answered) in [
+        (
+            "answers 503",
+            Route::status(503),
+            Duration::from_secs(10),
+            true,
+        ),
+        (
+            "answers 429",
+            Route::status(429),
+            Duration::from_secs(10),
+            true,
+        ),
+        (
+            "never answers",
+            Route::stall(),
+            Duration::from_millis(300),
+            false,
+        ),
     ] {
         let (server, report) = crawl_with(Some(robots), timeout);
         let root = server.url("/");
-        assert_eq!(report.urls(), set(std::slice::from_ref(&root)));
+        let expected = set(std::slice::from_ref(&root));
+        assert_eq!(
+            report.urls(),
+            expected,
+            "robots.txt {what} twice: the root alone is reported, refused{}",
+            url_diff(&report.urls(), &expected)
+        );
         let line = crate::report::line(stat(&report, &root)).to_string();
-        assert_eq!(line, format!("{root} blocked robots-unavailable"));
-        assert_eq!(server.request_count("/robots.txt"), 2, "one retry");
-        assert_eq!(server.request_count("/"), 0);
-        assert_eq!(report.received_any_status(), answered);
+        assert_eq!(
+            line,
+            format!("{root} blocked robots-unavailable"),
+            "robots.txt {what} twice: the root's report line"
+        );
+        assert_eq!(
+            server.request_count("/robots.txt"),
+            2,
+            "requests for robots.txt when it {what}: the first and one retry"
+        );
+        assert_eq!(
+            server.request_count("/"),
+            0,
+            "requests for / when robots.txt {what}: none, every URL of the host refused"
+        );
+        assert_eq!(
+            report.received_any_status(),
+            answered,
+            "robots.txt {what}: whether the crawl received a status line (exit 0 if so, \
+             1 if not)"
+        );
     }
 
     let (server, report) = crawl_with(
@@ -1180,8 +1723,18 @@ pub fn robots_statuses(lesson: Lesson, crawl: CrawlFn) {
         Duration::from_secs(10),
     );
     // `/rules.txt` is not served: a 404 there means no rules.
-    assert_eq!(report.urls().len(), 3);
-    assert_eq!(server.request_count("/rules.txt"), 1);
+    assert_eq!(
+        report.urls().len(),
+        3,
+        "robots.txt redirects to /rules.txt, a 404, so no rules: all three pages\n{}",
+        report.render()
+    );
+    assert_eq!(
+        server.request_count("/rules.txt"),
+        1,
+        "requests for /rules.txt, robots.txt's redirect target: one (the redirect is \
+         followed)"
+    );
 }
 
 /// `--delay`: the starts of two requests to one host are at least the delay
@@ -1209,7 +1762,12 @@ pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
     config.delay = DELAY;
     let report = crawl_within_deadline(crawl, &config);
     assert_consistent(&report);
-    assert_eq!(report.stats.len(), 8);
+    assert_eq!(
+        report.stats.len(),
+        8,
+        "URLs reported: / and its three links on each of the two hosts\n{}",
+        report.render()
+    );
     // The server sees a request a little after the fetch started; allow
     // for that jitter, not for a missing delay.
     let slack = Duration::from_millis(40);
@@ -1249,10 +1807,28 @@ pub fn page_and_depth_limits(lesson: Lesson, crawl: CrawlFn) {
     let mut config = config_for(lesson, &fan, "/");
     config.max_pages = Some(3);
     let report = crawl_within_deadline(crawl, &config);
-    assert_eq!(report.stats.len(), 3, "{}", report.render());
-    assert_eq!(report.todo, 3, "the three pages not fetched");
-    assert_eq!(fan.requests_total(), 4, "three pages and robots.txt");
-    assert!(report.get(&fan.url("/")).is_some());
+    assert_eq!(
+        report.stats.len(),
+        3,
+        "URLs reported with --max-pages 3: exactly three\n{}",
+        report.render()
+    );
+    assert_eq!(
+        report.todo, 3,
+        "Todo: URLs seen but not fetched, including those --max-pages left (/ and its \
+         five links are six URLs seen, three fetched)"
+    );
+    assert_eq!(
+        fan.requests_total(),
+        4,
+        "requests in all with --max-pages 3: three pages and robots.txt (which is not a \
+         page)"
+    );
+    assert!(
+        report.get(&fan.url("/")).is_some(),
+        "the root must be one of the three pages --max-pages 3 fetches\n{}",
+        report.render()
+    );
 
     let chain = TestServer::start(
         Site::new()
@@ -1275,11 +1851,19 @@ pub fn page_and_depth_limits(lesson: Lesson, crawl: CrawlFn) {
         assert_eq!(
             report.urls(),
             expected.iter().cloned().collect(),
-            "depth {depth}"
+            "URLs reported with --max-depth {depth}: pages at most {depth} links from the \
+             root (the root is depth 0){}",
+            url_diff(&report.urls(), &set(&expected))
         );
         // The last depth's links are counted on its line, not queued.
         let last = stat(&report, &chain.url(paths[paths.len() - 1]));
-        assert_eq!(last.num_new_urls, 0, "depth {depth}");
+        assert_eq!(
+            last.num_new_urls,
+            0,
+            "NEW on {}'s line with --max-depth {depth}: it is at depth {depth}, so its \
+             links are counted (TOTAL) but not queued, none new",
+            paths[paths.len() - 1]
+        );
     }
 }
 
@@ -1301,7 +1885,11 @@ pub fn status_line_on_a_terminal(program: &str) {
         .split_once("*** Report ***")
         .unwrap_or_else(|| panic!("no report in {text:?}"));
     assert!(before.contains("\rdone "), "no status line in {before:?}");
-    assert!(before.contains("· in flight "), "{before:?}");
+    assert!(
+        before.contains("· in flight "),
+        "the status line reads `done N · in flight N · queued N · ...`; no `· in flight ` \
+         in {before:?}"
+    );
     assert!(
         before.contains("\x1b[K"),
         "the line is not redrawn in place"
@@ -1345,7 +1933,11 @@ pub fn status_line_on_a_terminal(program: &str) {
         .output()
         .expect("run the lesson");
     let stderr = String::from_utf8_lossy(&piped.stderr);
-    assert!(stderr.contains(" 200 text/html "), "{stderr}");
+    assert!(
+        stderr.contains(" 200 text/html "),
+        "piped, `--demo` prints a line per URL on stderr (` 200 text/html ` for a page); \
+         it printed:\n{stderr}"
+    );
     assert!(
         !stderr.contains('\r'),
         "a status line on a pipe: {stderr:?}"
