@@ -36,13 +36,24 @@ fn spinning_gets_the_response_but_burns_a_spin_per_wasted_check() {
     let (addr, server) = slow_server(Duration::from_millis(300));
     let deadline = Instant::now() + Duration::from_secs(10);
     let spun = fetch_by_spinning(addr, REQUEST, deadline).unwrap();
-    assert_eq!(server.join().unwrap(), REQUEST);
-    assert_eq!(spun.response, b"HTTP/1.0 200 OK\r\n\r\nhello");
+    assert_eq!(
+        server.join().unwrap(),
+        REQUEST,
+        "the bytes the server received: the whole request, though a write may take part"
+    );
+    assert_eq!(
+        spun.response, b"HTTP/1.0 200 OK\r\n\r\nhello",
+        "the response: every byte the server sent, read until it closed"
+    );
     // While the server thought, every read answered "not yet". How many
     // depends on the machine: on an idle one, hundreds of thousands in
     // those 300 ms. Only a thread kept off the CPU for the whole 300 ms
     // between its last write and its first read could see none.
-    assert!(spun.read_spins > 0, "{spun:?}");
+    assert!(
+        spun.read_spins > 0,
+        "read spins: reads that answered `WouldBlock` while the server thought for 300 ms; \
+         none counted: {spun:?}"
+    );
     println!(
         "connect spins: {}, write spins: {}, read spins: {}",
         spun.connect_spins, spun.write_spins, spun.read_spins
@@ -54,7 +65,12 @@ fn a_refused_connection_is_an_error_not_an_endless_spin() {
     let addr = refused_addr();
     let deadline = Instant::now() + Duration::from_secs(10);
     let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
-    assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+    assert_eq!(
+        err.kind(),
+        io::ErrorKind::ConnectionRefused,
+        "a closed port: the connect's own error, `ConnectionRefused`, not a spin until the \
+         deadline ({err})"
+    );
 }
 
 #[test]
@@ -65,6 +81,10 @@ fn a_server_that_never_answers_ends_at_the_deadline() {
     // The kernel completes the handshake from the listen backlog, so the
     // connect and the write succeed; no answer ever comes.
     let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
-    assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(
+        err.kind(),
+        io::ErrorKind::TimedOut,
+        "a server that never answers: `TimedOut` once the 50 ms deadline passes ({err})"
+    );
     drop(listener);
 }

@@ -87,12 +87,21 @@ fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
     let stdout = stdout.join().unwrap();
     let stderr = stderr.join().unwrap();
     assert!(status.success(), "lesson2 failed: {stderr}");
+    // The report's end, from its `Finished` line: what the checks below
+    // read, without the 5,001 lines before it.
+    let tail = stdout
+        .find("Finished ")
+        .map_or(stdout.as_str(), |at| &stdout[at..]);
 
     assert!(
         stdout.contains(&format!("Finished {} urls", N + 1)),
-        "{stdout}"
+        "no `Finished {} urls` line (the root and its {N} links); the report ends:\n{tail}",
+        N + 1
     );
-    assert!(stdout.contains("Todo: 0"), "{stdout}");
+    assert!(
+        stdout.contains("Todo: 0"),
+        "no `Todo: 0` line: URLs were seen and not fetched; the report ends:\n{tail}"
+    );
     let achieved: usize = stdout
         .lines()
         .find_map(|l| l.split("achieved concurrency = ").nth(1))
@@ -108,12 +117,28 @@ fn five_thousand_slow_pages_are_in_flight_at_once_on_one_thread() {
                 achieved < limit,
                 "{achieved} sockets under a limit of {limit}"
             );
-            assert!(achieved >= limit / 2, "{achieved} under a limit of {limit}");
+            assert!(
+                achieved >= limit / 2,
+                "achieved concurrency {achieved} under an open-file limit of {limit}: the \
+                 budget should let at least half as many fetches run at once"
+            );
         }
-        _ => assert_eq!(achieved, N, "{stdout}"),
+        _ => assert_eq!(
+            achieved, N,
+            "achieved concurrency with no descriptor limit in the way: all {N} links in \
+             flight at once, since the root's callback starts every fetch before any can \
+             finish; the report ends:\n{tail}"
+        ),
     }
-    assert_eq!(most_threads, 1, "lesson2 ran on more than one thread");
-    assert!(server.peak_in_flight() >= achieved.min(1000));
+    assert_eq!(
+        most_threads, 1,
+        "the most threads /proc saw lesson2 run: one, the event loop's"
+    );
+    assert!(
+        server.peak_in_flight() >= achieved.min(1000),
+        "the server saw at most {} requests at once, the crawler reports {achieved}",
+        server.peak_in_flight()
+    );
     println!(
         "{} URLs, achieved concurrency {achieved}, in {:?}",
         N + 1,
@@ -141,17 +166,39 @@ fn a_socket_budget_of_50_crawls_500_links_with_at_most_50_in_flight() {
     config.log = Log::capture(Level::Error);
     config.timeout = Duration::from_secs(30);
     let report = lesson2_callbacks::crawl_with_budget(&config, 50).unwrap();
-    assert_eq!(report.stats.len(), N + 1);
+    assert_eq!(
+        report.stats.len(),
+        N + 1,
+        "URLs reported: the root and its {N} links, every one, budget or not"
+    );
     assert!(
         report.stats.iter().all(|s| s.status == Some(200)),
         "{}",
         report.render()
     );
-    assert_eq!(report.todo, 0);
+    assert_eq!(
+        report.todo, 0,
+        "Todo: URLs seen but never fetched; none after a complete crawl"
+    );
     // The root's links all arrive at once: 50 start, 450 wait in line.
-    assert_eq!(report.peak_in_flight, 50);
-    assert_eq!(report.max_tasks, 50);
-    assert!(server.peak_in_flight() <= 50);
+    assert_eq!(
+        report.peak_in_flight, 50,
+        "achieved concurrency with a socket budget of 50 and {N} links at once: the \
+         budget, reached and never passed"
+    );
+    assert_eq!(
+        report.max_tasks, 50,
+        "M on the Finished line (`max_tasks=M`): lesson 2's peak of fetches in flight"
+    );
+    assert!(
+        server.peak_in_flight() <= 50,
+        "the server saw {} requests at once under a socket budget of 50",
+        server.peak_in_flight()
+    );
     // Every page once, and robots.txt.
-    assert_eq!(server.requests().len(), N + 2);
+    assert_eq!(
+        server.requests().len(),
+        N + 2,
+        "requests in all: robots.txt, the root and its {N} links, each once"
+    );
 }

@@ -30,13 +30,31 @@ fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
         })
         .unwrap();
     event_loop.run_forever().unwrap();
-    assert_eq!(calls.get(), 1);
+    assert_eq!(
+        calls.get(),
+        1,
+        "reader calls: one, and its `stop` ends `run_forever` after that turn"
+    );
     // Still registered: stopping the loop does not deregister anything.
-    assert_eq!(event_loop.registered(), 1);
-    assert!(event_loop.remove_reader(token));
-    assert!(!event_loop.remove_reader(token));
+    assert_eq!(
+        event_loop.registered(),
+        1,
+        "sockets registered after `stop`: still the one, stopping deregisters nothing"
+    );
+    assert!(
+        event_loop.remove_reader(token),
+        "`remove_reader` of an installed reader must say it removed one (true)"
+    );
+    assert!(
+        !event_loop.remove_reader(token),
+        "`remove_reader` a second time: nothing left to remove (false)"
+    );
     event_loop.deregister(&mut client, token);
-    assert_eq!(event_loop.registered(), 0);
+    assert_eq!(
+        event_loop.registered(),
+        0,
+        "sockets registered after `deregister`"
+    );
 }
 
 #[test]
@@ -56,11 +74,28 @@ fn deregister_drops_the_callbacks_and_ends_a_loop_with_nothing_left() {
         .unwrap();
     // No `stop`: the loop ends because nothing is left to wait for.
     event_loop.run_forever().unwrap();
-    assert_eq!(calls.get(), 1);
-    assert_eq!(event_loop.registered(), 0);
-    assert!(!event_loop.has_work());
+    assert_eq!(
+        calls.get(),
+        1,
+        "reader calls: one, which deregistered its socket"
+    );
+    assert_eq!(
+        event_loop.registered(),
+        0,
+        "sockets registered after the reader deregistered its own"
+    );
+    assert!(
+        !event_loop.has_work(),
+        "`has_work` with nothing registered, scheduled or pending must be false: \
+         {event_loop:?}"
+    );
     // The callback, and the `Rc`s it held, are gone.
-    assert_eq!(Rc::strong_count(&calls), 1);
+    assert_eq!(
+        Rc::strong_count(&calls),
+        1,
+        "holders of the reader's counter: only the test, since `deregister` drops the \
+         socket's callbacks and what they captured"
+    );
 }
 
 #[test]
@@ -92,7 +127,11 @@ fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
         })
         .unwrap();
     event_loop.run_forever().unwrap();
-    assert_eq!(*log.borrow(), ["writable", "readable"]);
+    assert_eq!(
+        *log.borrow(),
+        ["writable", "readable"],
+        "callbacks run: the writer, then the reader it installed while it ran"
+    );
 }
 
 #[test]
@@ -101,8 +140,14 @@ fn an_unregistered_token_is_refused() {
     let (mut client, _server) = socket_pair();
     let token = event_loop.register(&mut client).unwrap();
     event_loop.deregister(&mut client, token);
-    assert!(event_loop.add_reader(token, || {}).is_err());
-    assert!(!event_loop.remove_writer(token));
+    assert!(
+        event_loop.add_reader(token, || {}).is_err(),
+        "`add_reader` on a deregistered token must be an error"
+    );
+    assert!(
+        !event_loop.remove_writer(token),
+        "`remove_writer` on a deregistered token: nothing removed (false)"
+    );
 }
 
 #[test]
@@ -117,7 +162,12 @@ fn timers_run_by_due_time_then_by_start_order() {
         });
     }
     event_loop.run_forever().unwrap();
-    assert_eq!(*order.borrow(), ["now", "a1", "a2", "b", "c"]);
+    assert_eq!(
+        *order.borrow(),
+        ["now", "a1", "a2", "b", "c"],
+        "timers in the order they ran: by due time, and two due at the same time (a1, a2) \
+         in the order they were set"
+    );
 }
 
 #[test]
@@ -131,7 +181,11 @@ fn a_timer_fires_no_earlier_than_its_delay() {
     });
     event_loop.run_forever().unwrap();
     let fired = fired.get().expect("timer ran");
-    assert!(fired - start >= Duration::from_millis(20));
+    assert!(
+        fired - start >= Duration::from_millis(20),
+        "a 20 ms timer ran after {:?}",
+        fired - start
+    );
 }
 
 #[test]
@@ -140,15 +194,31 @@ fn a_cancelled_timer_never_runs() {
     let ran = Rc::new(Cell::new(false));
     let flag = Rc::clone(&ran);
     let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
-    assert_eq!(event_loop.pending_timers(), 1);
+    assert_eq!(
+        event_loop.pending_timers(),
+        1,
+        "timers pending after one `call_later`"
+    );
     timer.cancel();
     timer.cancel();
-    assert_eq!(event_loop.pending_timers(), 0);
-    assert!(!event_loop.has_work());
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "timers pending after `cancel` (twice: the second does nothing)"
+    );
+    assert!(
+        !event_loop.has_work(),
+        "`has_work` once the only timer is cancelled must be false: {event_loop:?}"
+    );
     event_loop.run_forever().unwrap();
-    assert!(!ran.get());
+    assert!(!ran.get(), "a cancelled timer's callback ran");
     // The callback, and what it captured, went with the cancel.
-    assert_eq!(Rc::strong_count(&ran), 1);
+    assert_eq!(
+        Rc::strong_count(&ran),
+        1,
+        "holders of the timer's flag: only the test, since `cancel` drops the callback \
+         and what it captured"
+    );
 }
 
 #[test]
@@ -170,7 +240,11 @@ fn a_timer_ends_a_wait_on_a_socket_that_never_becomes_ready() {
         ev.deregister(&mut *sock.borrow_mut(), token);
     });
     event_loop.run_forever().unwrap();
-    assert_eq!(outcome.get(), "timeout");
+    assert_eq!(
+        outcome.get(),
+        "timeout",
+        "what ended the wait on a socket that never becomes readable: the 10 ms timer"
+    );
 }
 
 #[test]
@@ -186,9 +260,18 @@ fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
     });
     event_loop.run_once().unwrap();
     // The callback scheduled during the first turn waits for the next.
-    assert_eq!(*order.borrow(), [1, 2]);
+    assert_eq!(
+        *order.borrow(),
+        [1, 2],
+        "after one turn: the first callback ran whole (1, 2); the one it scheduled (3) \
+         waits for the next turn, it is not run inside `call_soon`"
+    );
     event_loop.run_forever().unwrap();
-    assert_eq!(*order.borrow(), [1, 2, 3]);
+    assert_eq!(
+        *order.borrow(),
+        [1, 2, 3],
+        "after the next turn: the scheduled callback ran too"
+    );
 }
 
 #[test]
@@ -205,11 +288,20 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
     // One turn runs all three (they were all scheduled before it began),
     // then the loop sees the flag.
     event_loop.run_forever().unwrap();
-    assert_eq!(count.get(), 3);
+    assert_eq!(
+        count.get(),
+        3,
+        "callbacks run before `stop` took effect: all three of the turn, since `stop` \
+         ends the loop after the current turn"
+    );
     let c = Rc::clone(&count);
     event_loop.call_soon(move || c.set(c.get() + 1));
     event_loop.run_forever().unwrap();
-    assert_eq!(count.get(), 4);
+    assert_eq!(
+        count.get(),
+        4,
+        "callbacks run after a second `run_forever`: a stopped loop runs again"
+    );
 }
 
 #[test]
@@ -219,12 +311,24 @@ fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
     let (n, ev) = (Rc::clone(&nested), event_loop.clone());
     event_loop.call_soon(move || n.set(Some(ev.run_forever().is_err())));
     event_loop.run_forever().unwrap();
-    assert_eq!(nested.get(), Some(true));
+    assert_eq!(
+        nested.get(),
+        Some(true),
+        "`run_forever` called inside a callback: Some(true) if it returned an error"
+    );
 
     let held = Rc::new(());
     let mine = Rc::clone(&held);
     event_loop.call_later(Duration::from_secs(3600), move || drop(mine));
     event_loop.close();
-    assert_eq!(Rc::strong_count(&held), 1);
-    assert!(event_loop.run_forever().is_err());
+    assert_eq!(
+        Rc::strong_count(&held),
+        1,
+        "holders of what a pending timer captured, after `close`: only the test, since \
+         `close` drops every callback"
+    );
+    assert!(
+        event_loop.run_forever().is_err(),
+        "`run_forever` on a closed loop must be an error"
+    );
 }

@@ -49,8 +49,18 @@ fn exercise_redirect_limit() {
         .iter()
         .map(|path| server.url(path))
         .collect();
-    assert_eq!(report.urls(), expected);
-    assert_eq!(server.request_count("/r4"), 0);
+    assert_eq!(
+        report.urls(),
+        expected,
+        "the URLs reported with --max-redirect 3: / and the chain /r0 to /r3; /r3's \
+         redirect is recorded, its target /r4 not fetched{}",
+        shared::behaviour::url_diff(&report.urls(), &expected)
+    );
+    assert_eq!(
+        server.request_count("/r4"),
+        0,
+        "requests for /r4, beyond --max-redirect 3: none"
+    );
     let last = report
         .stats
         .iter()

@@ -111,8 +111,14 @@ fn a_response_in_many_small_pieces_is_read_across_many_events() {
         Duration::from_secs(10),
     ));
     server.join().unwrap();
-    assert_eq!(response.status, 200);
-    assert_eq!(response.body, b"hello");
+    assert_eq!(
+        response.status, 200,
+        "the status of `HTTP/1.0 200 OK`, sent in pieces"
+    );
+    assert_eq!(
+        response.body, b"hello",
+        "the body, `he` and `llo` read in separate events and put together"
+    );
 }
 
 #[test]
@@ -125,12 +131,19 @@ fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
         thread::sleep(Duration::from_millis(50));
         let request = read_request(&mut conn);
         conn.write_all(b"HTTP/1.0 200 OK\r\n\r\n").unwrap();
-        assert!(request.len() > 16 << 20);
+        assert!(
+            request.len() > 16 << 20,
+            "the server received {} bytes of a request over 16 MiB",
+            request.len()
+        );
     });
     let url = format!("http://{addr}/{path}");
     let response = response(fetch_one(&url, Duration::from_secs(30)));
     server.join().unwrap();
-    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.status, 200,
+        "the status answered once the whole 16 MiB request was written"
+    );
 }
 
 #[test]
@@ -152,7 +165,10 @@ fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
         Duration::from_secs(5),
     ));
     server.join().unwrap();
-    assert_eq!(response.body, b"ok");
+    assert_eq!(
+        response.body, b"ok",
+        "the body of an answer that arrived before the reader was installed"
+    );
 }
 
 #[test]
@@ -173,7 +189,11 @@ fn a_refused_address_is_skipped_for_the_next() {
     drop(fetcher);
     event_loop.run_forever().unwrap();
     server.join().unwrap();
-    assert_eq!(response(outcome.take().unwrap()).status, 204);
+    assert_eq!(
+        response(outcome.take().unwrap()).status,
+        204,
+        "the status from the second address, after the first refused the connection"
+    );
 }
 
 #[test]
@@ -183,9 +203,16 @@ fn when_every_address_refuses_it_is_a_connect_error() {
         &format!("http://{closed}/"),
         Duration::from_secs(10),
     ));
-    assert_eq!(err.kind, FailKind::Connect);
+    assert_eq!(
+        err.kind,
+        FailKind::Connect,
+        "every address refused: a `connect` failure ({err})"
+    );
     // All a callback knows is its own step: no URL, no "while connecting".
-    assert_eq!(err.message, "connection refused");
+    assert_eq!(
+        err.message, "connection refused",
+        "the failure's message: the error of the last connect, nothing added"
+    );
 }
 
 #[test]
@@ -200,7 +227,11 @@ fn a_silent_server_times_out_and_its_socket_is_closed() {
         &format!("http://{addr}/"),
         Duration::from_millis(200),
     ));
-    assert_eq!(err.kind, FailKind::Timeout);
+    assert_eq!(
+        err.kind,
+        FailKind::Timeout,
+        "a server that reads the request and never answers, with a 200 ms timeout ({err})"
+    );
     // Joins only because the fetcher closed its socket.
     server.join().unwrap();
 }
@@ -217,7 +248,12 @@ fn a_connection_closed_mid_response_is_an_error_for_the_url() {
         Duration::from_secs(10),
     ));
     server.join().unwrap();
-    assert_eq!(err.kind, FailKind::Reset);
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "a connection closed 95 bytes short of Content-Length: 100, a `reset` failure \
+         ({err})"
+    );
 }
 
 #[test]
@@ -227,9 +263,16 @@ fn done_runs_on_the_next_turn_never_inside_fetch() {
     fetcher.borrow_mut().fetch(FetchSpan::off());
     // The fetch has already failed (no TLS), but the caller of `fetch`
     // has not been called back from inside it.
-    assert!(outcome.borrow().is_none());
+    assert!(
+        outcome.borrow().is_none(),
+        "`done` was called inside `fetch`; it must run on a later turn of the loop"
+    );
     event_loop.run_once().unwrap();
-    assert_eq!(error(outcome.take().unwrap()).kind, FailKind::Unsupported);
+    assert_eq!(
+        error(outcome.take().unwrap()).kind,
+        FailKind::Unsupported,
+        "what `done` is told after one turn about an https URL: `unsupported` (no TLS)"
+    );
 }
 
 #[test]
@@ -238,9 +281,18 @@ fn in_flight_counts_the_peak_not_the_total() {
     {
         let _a = in_flight.start();
         let _b = in_flight.start();
-        assert_eq!(in_flight.now(), 2);
+        assert_eq!(in_flight.now(), 2, "`now` with two guards alive");
     }
     let _c = in_flight.start();
-    assert_eq!(in_flight.now(), 1);
-    assert_eq!(in_flight.peak(), 2);
+    assert_eq!(
+        in_flight.now(),
+        1,
+        "`now` after two guards were dropped and one more started: dropping a guard \
+         ends its fetch"
+    );
+    assert_eq!(
+        in_flight.peak(),
+        2,
+        "`peak`: the most in flight at once (2), not the number started (3)"
+    );
 }
