@@ -1,5 +1,9 @@
 //! Tests of `src/event_loop.rs` (and of `sleep.rs`, `wait_for.rs`), through
-//! their public API.
+//! their public API. The tests of what a starter blanks (tasks, `sleep`,
+//! `wait_for`) are bounded (see `bound/mod.rs`): a task never woken would
+//! otherwise leave the loop waiting for ever.
+
+mod bound;
 
 use std::cell::{Cell, RefCell};
 use std::future::Future as _;
@@ -9,9 +13,20 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use bound::within;
 use lesson3_generators::event_loop::*;
 use lesson3_generators::sleep::sleep;
 use lesson3_generators::wait_for::{wait_for, TimeoutError};
+
+/// What to look at when a task is never stepped again.
+const NEVER_STEPPED: &str = "a task was never stepped again. Look at the task's waker \
+    (wake_by_ref must reach EventLoop::wake_task, which calls schedule), at schedule and \
+    at step";
+
+/// What to look at when a sleep never ends.
+const SLEEP_NEVER_ENDS: &str = "a sleep never woke its task. Sleep::poll must, on its \
+    first poll, set a timer (call_later) whose callback resolves a future, keep both \
+    (Sleep::Waiting), and poll that future with the task's context so it keeps the waker";
 
 /// A connected pair of loopback sockets: mio's client end, std's server end.
 fn socket_pair() -> (mio::net::TcpStream, std::net::TcpStream) {
@@ -52,17 +67,35 @@ fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
         })
         .unwrap();
     event_loop.run_forever().unwrap();
-    assert_eq!(calls.get(), 1);
-    assert!(event_loop.remove_reader(token));
-    assert!(!event_loop.remove_reader(token));
+    assert_eq!(calls.get(), 1, "reader calls before the loop stopped");
+    assert!(
+        event_loop.remove_reader(token),
+        "remove_reader of an installed reader returns true"
+    );
+    assert!(
+        !event_loop.remove_reader(token),
+        "remove_reader with no reader installed returns false"
+    );
     event_loop.deregister(&mut client, token);
-    assert_eq!(event_loop.registered(), 0);
+    assert_eq!(
+        event_loop.registered(),
+        0,
+        "sockets registered after the only one was deregistered"
+    );
 }
 
 #[test]
 fn a_reader_resolves_a_future_that_wakes_a_task() {
     // The shape of every wait in `socket.rs`: a future, a reader that
     // resolves it, and the coroutine awaiting it.
+    within(
+        10,
+        NEVER_STEPPED,
+        a_reader_resolves_a_future_that_wakes_a_task_unbounded,
+    );
+}
+
+fn a_reader_resolves_a_future_that_wakes_a_task_unbounded() {
     let event_loop = EventLoop::new().unwrap();
     let (mut client, mut server) = socket_pair();
     let token = event_loop.register(&mut client).unwrap();
@@ -82,17 +115,29 @@ fn a_reader_resolves_a_future_that_wakes_a_task() {
     });
     // The task's first step runs to the `.await` and stops there.
     event_loop.run_once().unwrap();
-    assert_eq!(*got.borrow(), ["waiting"]);
+    assert_eq!(
+        *got.borrow(),
+        ["waiting"],
+        "what the task did in its first step: ran to the `.await` and stopped"
+    );
     server.write_all(b"x").unwrap();
     while !task.done() {
         event_loop.run_once().unwrap();
     }
-    assert_eq!(*got.borrow(), ["waiting", "readable"]);
+    assert_eq!(
+        *got.borrow(),
+        ["waiting", "readable"],
+        "what the task did once its socket was readable: resumed after the `.await`"
+    );
     event_loop.deregister(&mut client, token);
 }
 
 #[test]
 fn a_task_that_wakes_itself_is_stepped_again_on_the_next_turn() {
+    within(10, NEVER_STEPPED, a_task_that_wakes_itself_unbounded);
+}
+
+fn a_task_that_wakes_itself_unbounded() {
     let event_loop = EventLoop::new().unwrap();
     let steps = Rc::new(Cell::new(0));
     let count = Rc::clone(&steps);
@@ -104,14 +149,26 @@ fn a_task_that_wakes_itself_is_stepped_again_on_the_next_turn() {
     });
     // One step per turn: a self-waking task cannot hog a turn.
     event_loop.run_once().unwrap();
-    assert_eq!(steps.get(), 1);
+    assert_eq!(steps.get(), 1, "steps of a self-waking task after one turn");
     event_loop.run_once().unwrap();
-    assert_eq!(steps.get(), 2);
-    assert!(!task.done());
+    assert_eq!(
+        steps.get(),
+        2,
+        "steps of a self-waking task after two turns: one step per turn, the wake-up \
+         during a step schedules the next for the next turn"
+    );
+    assert!(
+        !task.done(),
+        "the task finished after two of its three steps"
+    );
 }
 
 #[test]
 fn sleep_resolves_after_its_delay_and_cancels_its_timer_when_dropped() {
+    within(10, SLEEP_NEVER_ENDS, sleep_resolves_unbounded);
+}
+
+fn sleep_resolves_unbounded() {
     let event_loop = EventLoop::new().unwrap();
     let start = Instant::now();
     let task_loop = event_loop.clone();
@@ -124,18 +181,39 @@ fn sleep_resolves_after_its_delay_and_cancels_its_timer_when_dropped() {
                 Poll::Ready(())
             })
             .await;
-            assert_eq!(task_loop.pending_timers(), 1);
+            assert_eq!(
+                task_loop.pending_timers(),
+                1,
+                "timers after one poll of a sleep: its first poll sets one"
+            );
             drop(long);
-            assert_eq!(task_loop.pending_timers(), 0);
+            assert_eq!(
+                task_loop.pending_timers(),
+                0,
+                "timers after the sleep was dropped: Sleep's Drop cancels its timer"
+            );
             sleep(Duration::from_millis(20)).await;
             Instant::now()
         })
         .unwrap();
-    assert!(woke - start >= Duration::from_millis(20));
+    assert!(
+        woke - start >= Duration::from_millis(20),
+        "a sleep of 20 ms ended after {:?}",
+        woke - start
+    );
 }
 
 #[test]
 fn wait_for_gives_up_at_its_deadline_and_keeps_a_result_that_came_first() {
+    within(10, WAIT_FOR_STUCK, wait_for_gives_up_unbounded);
+}
+
+/// What to look at when a `wait_for` never ends.
+const WAIT_FOR_STUCK: &str = "a wait_for never ended. WaitFor::poll must poll the \
+    awaitable and then its deadline (a sleep) with the same context, so that either \
+    wakes the task";
+
+fn wait_for_gives_up_unbounded() {
     let event_loop = EventLoop::new().unwrap();
     let (late, early) = event_loop
         .run_until_complete(async move {
@@ -152,13 +230,62 @@ fn wait_for_gives_up_at_its_deadline_and_keeps_a_result_that_came_first() {
             )
         })
         .unwrap();
-    assert_eq!(late, Err(true));
-    assert_eq!(early, Ok(2));
-    assert_eq!(event_loop.pending_timers(), 0);
+    assert_eq!(
+        late,
+        Err(true),
+        "wait_for of a 1-hour sleep with a 10 ms deadline: Err(TimeoutError)"
+    );
+    assert_eq!(
+        early,
+        Ok(2),
+        "wait_for of a coroutine ready at once with a 10 ms deadline: its result"
+    );
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "timers left after both wait_for ended: the deadline's sleep was dropped and \
+         cancelled"
+    );
+}
+
+#[test]
+fn wait_for_keeps_a_result_ready_at_the_same_time_as_its_deadline() {
+    within(10, WAIT_FOR_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let got = event_loop
+            .run_until_complete(async move {
+                let start = Instant::now();
+                // Ready from 10 ms on, but it wakes nobody: the task is woken
+                // by the deadline's timer, and when it is polled again the
+                // work and the deadline are both ready.
+                let work = pin!(std::future::poll_fn(move |_| {
+                    if start.elapsed() >= Duration::from_millis(10) {
+                        Poll::Ready(anyhow::Ok(7))
+                    } else {
+                        Poll::Pending
+                    }
+                }));
+                wait_for(work, Duration::from_millis(10))
+                    .await
+                    .map_err(|err| err.is::<TimeoutError>())
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            Ok(7),
+            "wait_for whose awaitable and deadline were both ready when polled: \
+             Err(true) means it gave up. Poll the awaitable first, then the timer: \
+             the work that was done wins over the deadline"
+        );
+    });
 }
 
 #[test]
 fn close_drops_unfinished_tasks_and_what_they_hold() {
+    within(10, NEVER_STEPPED, close_drops_unbounded);
+}
+
+fn close_drops_unbounded() {
     let event_loop = EventLoop::new().unwrap();
     let held = Rc::new(());
     let (task_loop, mine) = (event_loop.clone(), Rc::clone(&held));
@@ -168,10 +295,24 @@ fn close_drops_unfinished_tasks_and_what_they_hold() {
         task_loop.create_future::<()>().await;
     });
     event_loop.run_once().unwrap();
-    assert_eq!(event_loop.pending_tasks(), 1);
+    assert_eq!(
+        event_loop.pending_tasks(),
+        1,
+        "tasks in the table while the only task waits"
+    );
     event_loop.close();
-    assert_eq!(event_loop.pending_tasks(), 0);
-    assert_eq!(Rc::strong_count(&held), 1);
+    assert_eq!(
+        event_loop.pending_tasks(),
+        0,
+        "tasks in the table after close"
+    );
+    assert_eq!(
+        Rc::strong_count(&held),
+        1,
+        "owners of a value the unfinished task held, after close: only the test. \
+         close abandons each task (Step::abandon drops its coroutine, and with it \
+         what the coroutine holds)"
+    );
 }
 
 #[test]
@@ -188,7 +329,11 @@ fn timers_run_by_due_time_then_by_start_order() {
     let stopper = event_loop.clone();
     event_loop.call_at(base + Duration::from_millis(4), move || stopper.stop());
     event_loop.run_forever().unwrap();
-    assert_eq!(*order.borrow(), ["now", "a1", "a2", "b", "c"]);
+    assert_eq!(
+        *order.borrow(),
+        ["now", "a1", "a2", "b", "c"],
+        "the order timers ran in: by due time, then in the order they were set"
+    );
 }
 
 #[test]
@@ -198,11 +343,15 @@ fn a_cancelled_timer_never_runs() {
     let flag = Rc::clone(&ran);
     let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
     timer.cancel();
-    assert_eq!(event_loop.pending_timers(), 0);
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "timers after the only one was cancelled"
+    );
     let stopper = event_loop.clone();
     event_loop.call_later(Duration::from_millis(5), move || stopper.stop());
     event_loop.run_forever().unwrap();
-    assert!(!ran.get());
+    assert!(!ran.get(), "a cancelled timer's callback ran");
 }
 
 #[test]
@@ -219,12 +368,20 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
     // One turn runs all three (they were all scheduled before it began),
     // then the loop sees the flag.
     event_loop.run_forever().unwrap();
-    assert_eq!(count.get(), 3);
+    assert_eq!(
+        count.get(),
+        3,
+        "callbacks run by a turn that stop() was called in: all three queued before it"
+    );
     let (c, stopper) = (Rc::clone(&count), event_loop.clone());
     event_loop.call_soon(move || {
         c.set(c.get() + 1);
         stopper.stop();
     });
     event_loop.run_forever().unwrap();
-    assert_eq!(count.get(), 4);
+    assert_eq!(
+        count.get(),
+        4,
+        "callbacks run after run_forever was called again: the loop runs after a stop"
+    );
 }
