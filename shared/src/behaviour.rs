@@ -2062,3 +2062,68 @@ fn stable(tail: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("line {i}")).collect()
+    }
+
+    #[test]
+    fn a_short_log_is_shown_whole_and_a_long_one_by_its_ends() {
+        let short = show_lines(&numbered(3));
+        assert_eq!(
+            short, "  line 0\n  line 1\n  line 2\n",
+            "three lines, all shown"
+        );
+        let long = show_lines(&numbered(100));
+        assert!(
+            long.contains("  line 0\n") && long.contains("  line 99\n"),
+            "a long log's first and last lines are shown: {long}"
+        );
+        assert!(
+            !long.contains("  line 50\n") && long.contains("70 lines left out"),
+            "a long log's middle is left out, and counted: {long}"
+        );
+        assert!(
+            show_lines(&[]).contains("nothing was logged"),
+            "an empty log says so, rather than showing nothing"
+        );
+    }
+
+    #[test]
+    fn lines_mentioning_a_word_are_picked_out() {
+        let lines = vec![
+            "http://h/ 200 text/html utf-8 10 1/1".to_string(),
+            "wait http://h/a: no descriptor".to_string(),
+        ];
+        assert_eq!(
+            lines_mentioning(&lines, "descriptor"),
+            "  wait http://h/a: no descriptor\n",
+            "only the line with the word"
+        );
+        assert!(
+            lines_mentioning(&lines, "robots").contains("no line mentions `robots`"),
+            "no line with the word: said so"
+        );
+    }
+
+    #[test]
+    fn a_url_diff_names_what_is_missing_and_what_is_extra() {
+        let got = set(&["http://h/".into(), "http://h/extra".into()]);
+        let expected = set(&["http://h/".into(), "http://h/missing".into()]);
+        assert_eq!(
+            url_diff(&got, &expected),
+            "\n  expected but not reported: [\"http://h/missing\"]\
+             \n  reported but not expected: [\"http://h/extra\"]",
+            "one URL each way"
+        );
+        let many: BTreeSet<String> = (0..25).map(|i| format!("http://h/{i:02}")).collect();
+        assert!(
+            url_diff(&BTreeSet::new(), &many).contains("and 15 more"),
+            "at most ten URLs listed, the rest counted"
+        );
+    }
+}
