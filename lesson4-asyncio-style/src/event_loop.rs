@@ -337,6 +337,7 @@ pub fn get_running_loop() -> EventLoop {
     try_get_running_loop().expect("no running event loop")
 }
 
+// ANCHOR: run
 /// Run `coro` on a new loop until it completes, then close the loop:
 /// asyncio's `asyncio.run(main())`.
 pub fn run<T: 'static>(
@@ -347,6 +348,7 @@ pub fn run<T: 'static>(
     event_loop.close();
     result
 }
+// ANCHOR_END: run
 
 /// The event loop. A cheap handle (`Rc`): futures, tasks and sockets each
 /// keep one, as asyncio objects keep their `_loop`.
@@ -793,7 +795,9 @@ impl EventLoop {
     pub fn stop(&self) {
         self.inner.stopping.set(true);
     }
+    // ANCHOR_END: run_forever
 
+    // ANCHOR: run_until_complete
     /// Run the loop until `coro` completes, and return its result:
     /// asyncio's `run_until_complete`. The coroutine is wrapped in a task
     /// whose done-callback stops the loop.
@@ -810,7 +814,7 @@ impl EventLoop {
             None => anyhow::bail!("event loop stopped before the future completed"),
         }
     }
-    // ANCHOR_END: run_forever
+    // ANCHOR_END: run_until_complete
 
     /// Drop everything the loop still holds — pending tasks (their
     /// coroutines are dropped, running their destructors), callbacks, timers
