@@ -93,6 +93,7 @@ pub struct Crawler {
 // ANCHOR_END: crawler
 
 impl Crawler {
+    // ANCHOR: new
     /// The crawler for `config`: roots normalized (`http://` added where
     /// missing, fragment dropped), duplicates removed, and all of them
     /// already in `seen_urls` so that a link back to a root is not new. At
@@ -114,6 +115,7 @@ impl Crawler {
             turns: Turns::new(config),
         })
     }
+    // ANCHOR_END: new
 
     /// The roots, for the main thread to queue.
     pub fn roots(&self) -> &[Url] {
@@ -174,6 +176,7 @@ impl Crawler {
     }
     // ANCHOR_END: fetch
 
+    // ANCHOR: get
     /// Fetch `url` on this thread, waiting for a file descriptor if none is
     /// free.
     fn get(&self, url: &Url) -> Result<Response, FetchError> {
@@ -203,6 +206,7 @@ impl Crawler {
             }
         }
     }
+    // ANCHOR_END: get
 
     // ANCHOR: add_urls
     /// Mark each of `links` seen and queue it at `depth`, unless a thread
@@ -239,6 +243,7 @@ impl Crawler {
     }
     // ANCHOR_END: add_urls
 
+    // ANCHOR: record
     /// The `-v` lines for a page's links, written after the lock is released.
     fn log_queued(&self, url: &Url, links: &[Link], is_new: &[bool]) {
         if !self.log.enabled(Level::Debug) {
@@ -291,6 +296,7 @@ impl Crawler {
             peak_in_flight: self.in_flight.peak(),
         }
     }
+    // ANCHOR_END: record
 }
 
 // ANCHOR: in_flight

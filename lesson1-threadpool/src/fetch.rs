@@ -123,6 +123,7 @@ fn connect(addrs: &[SocketAddr], deadline: &Deadline) -> Result<TcpStream, Fetch
 }
 // ANCHOR_END: connect
 
+// ANCHOR: send
 /// Write all of `request`. A request is far smaller than a socket's send
 /// buffer, so this is one `write` in practice; the loop is for correctness.
 fn send(sock: &mut TcpStream, mut request: &[u8], deadline: &Deadline) -> Result<(), FetchError> {
@@ -144,6 +145,7 @@ fn send(sock: &mut TcpStream, mut request: &[u8], deadline: &Deadline) -> Result
     }
     Ok(())
 }
+// ANCHOR_END: send
 
 // ANCHOR: receive
 /// Read until the parser has a complete response, the server closes the

@@ -107,6 +107,7 @@ impl Turns {
     }
 }
 
+// ANCHOR: sleep_until
 /// Sleep until `at` (at once if it has passed).
 fn sleep_until(at: Instant) {
     let wait = at.saturating_duration_since(Instant::now());
@@ -114,3 +115,4 @@ fn sleep_until(at: Instant) {
         std::thread::sleep(wait);
     }
 }
+// ANCHOR_END: sleep_until

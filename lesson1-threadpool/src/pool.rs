@@ -77,10 +77,12 @@ impl<T: Send + 'static> ThreadPool<T> {
     }
     // ANCHOR_END: new
 
+    // ANCHOR: add_task
     /// Queue an item for the threads (the tutorial's `add_task`).
     pub fn add_task(&self, item: T) -> Result<(), ShutDown> {
         self.tasks.put(item)
     }
+    // ANCHOR_END: add_task
 
     // ANCHOR: wait_completion
     /// Wait until every item put — by `add_task` or by `work` — is done, then
@@ -155,6 +157,7 @@ impl<T> Drop for TaskDone<'_, T> {
 }
 // ANCHOR_END: fetcher
 
+// ANCHOR: panic_message
 /// The text of a panic: `panic!` gives a `&str` or a `String`.
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -165,3 +168,4 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
         "(a panic without a message)".to_string()
     }
 }
+// ANCHOR_END: panic_message

@@ -77,6 +77,7 @@ impl<T> Default for Queue<T> {
 }
 
 impl<T> Queue<T> {
+    // ANCHOR: new
     /// An empty, unbounded queue (Python's `Queue(maxsize=0)`).
     pub fn new() -> Self {
         Queue {
@@ -98,6 +99,7 @@ impl<T> Queue<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+    // ANCHOR_END: new
 
     // ANCHOR: put_get
     /// Add `item` at the back, and count it as one more unfinished task.
@@ -199,6 +201,7 @@ impl<T> Queue<T> {
     }
     // ANCHOR_END: shutdown
 
+    // ANCHOR: sizes
     /// How many items are waiting to be taken (Python's `qsize`).
     pub fn qsize(&self) -> usize {
         self.lock().items.len()
@@ -208,4 +211,5 @@ impl<T> Queue<T> {
     pub fn unfinished_tasks(&self) -> usize {
         self.lock().unfinished_tasks
     }
+    // ANCHOR_END: sizes
 }
