@@ -100,6 +100,7 @@ pub struct Crawler {
 // ANCHOR_END: crawler
 
 impl Crawler {
+    // ANCHOR: new
     /// The crawler for `config`: roots normalized (`http://` added where
     /// missing, fragment dropped), duplicates removed, and all of them
     /// already in `seen_urls` so that a link back to a root is not new. At
@@ -128,6 +129,7 @@ impl Crawler {
             })
         }))
     }
+    // ANCHOR_END: new
 
     /// The roots, for `crawl` to fetch.
     pub fn roots(&self) -> &[Url] {
@@ -350,6 +352,7 @@ impl Crawler {
     }
     // ANCHOR_END: add_urls
 
+    // ANCHOR: record
     /// The `-v` lines for a page's links.
     fn log_queued(&self, url: &Url, links: &[Link], is_new: &[bool]) {
         if !self.log.enabled(Level::Debug) {
@@ -390,4 +393,5 @@ impl Crawler {
             peak_in_flight: self.in_flight.peak(),
         }
     }
+    // ANCHOR_END: record
 }

@@ -151,6 +151,7 @@ struct HandleInner {
     cancelled: Cell<bool>,
 }
 
+// ANCHOR: handle
 impl Handle {
     fn new(callback: impl FnOnce() + 'static) -> Handle {
         Handle {
@@ -184,6 +185,7 @@ impl Handle {
         }
     }
 }
+// ANCHOR_END: handle
 
 impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -212,6 +214,7 @@ pub struct TimerHandle {
     event_loop: Weak<LoopInner>,
 }
 
+// ANCHOR: timer_handle
 impl TimerHandle {
     /// Do not run this callback; forget the timer.
     pub fn cancel(&self) {
@@ -232,6 +235,7 @@ impl TimerHandle {
         self.key.0
     }
 }
+// ANCHOR_END: timer_handle
 
 /// A timer's key in the loop's `timers`: its deadline, then a sequence
 /// number so that two timers with the same deadline stay distinct.
@@ -335,6 +339,7 @@ impl EventLoop {
     }
     // ANCHOR_END: call_soon
 
+    // ANCHOR: push_ready
     fn push_ready(&self, handle: Handle) {
         // A closed loop never runs anything again; keeping the callback would
         // only keep what it captured alive.
@@ -344,6 +349,7 @@ impl EventLoop {
         }
         self.inner.ready.borrow_mut().push_back(handle);
     }
+    // ANCHOR_END: push_ready
 
     // ANCHOR: call_later
     /// Schedule `callback` to run `delay` from now.
@@ -367,6 +373,7 @@ impl EventLoop {
     }
     // ANCHOR_END: call_later
 
+    // ANCHOR: add_timer
     /// Enter a timer under a fresh key (a closed loop keeps none).
     fn add_timer(&self, when: Instant, callback: Handle) -> TimerKey {
         let seq = self.inner.timer_seq.get();
@@ -377,6 +384,7 @@ impl EventLoop {
         }
         key
     }
+    // ANCHOR_END: add_timer
 
     // ANCHOR: register
     /// Register a socket with the loop's selector, for both directions, once
@@ -456,6 +464,7 @@ impl EventLoop {
     }
     // ANCHOR_END: add_reader
 
+    // ANCHOR: add_writer
     /// Call `callback` whenever the socket `token` becomes writable (or
     /// fails), until [`EventLoop::remove_writer`].
     pub fn add_writer(&self, token: Token, callback: impl Fn() + 'static) -> io::Result<()> {
@@ -500,6 +509,7 @@ impl EventLoop {
         // drop something whose destructor calls back into the loop.
         Ok(old)
     }
+    // ANCHOR_END: add_writer
 
     // ANCHOR: run_once
     /// One turn of the loop: wait for I/O (no longer than the first timer
@@ -618,6 +628,7 @@ impl EventLoop {
     }
     // ANCHOR_END: run_forever
 
+    // ANCHOR: has_work
     /// Is anything registered, scheduled or pending? If not, nothing can ever
     /// call a callback again.
     pub fn has_work(&self) -> bool {
@@ -645,6 +656,7 @@ impl EventLoop {
         self.inner.free_tokens.borrow_mut().clear();
         drop(io);
     }
+    // ANCHOR_END: has_work
 
     /// Is the loop running?
     pub fn is_running(&self) -> bool {
@@ -662,15 +674,19 @@ impl EventLoop {
         *self.inner.trace.borrow_mut() = trace;
     }
 
+    // ANCHOR: registered
     /// Number of sockets registered.
     pub fn registered(&self) -> usize {
         self.inner.io.borrow().len() - self.inner.free_tokens.borrow().len()
     }
+    // ANCHOR_END: registered
 
+    // ANCHOR: pending_timers
     /// Number of timers set and not yet fired or cancelled.
     pub fn pending_timers(&self) -> usize {
         self.inner.timers.borrow().len()
     }
+    // ANCHOR_END: pending_timers
 }
 
 impl std::fmt::Debug for EventLoop {

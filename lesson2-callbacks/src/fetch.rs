@@ -353,6 +353,7 @@ impl Fetcher {
     }
     // ANCHOR_END: read_response
 
+    // ANCHOR: timed_out
     /// The deadline passed before the fetch ended.
     fn timed_out(&mut self) {
         // This timer is running, so there is nothing left to cancel.
@@ -366,6 +367,7 @@ impl Fetcher {
         let err = FetchError::from_io(err, false);
         self.finish(Fetched::Done(Err(err)));
     }
+    // ANCHOR_END: timed_out
 
     // ANCHOR: finish
     /// End the fetch: close the socket, cancel the deadline, and tell the
@@ -386,6 +388,7 @@ impl Fetcher {
     }
     // ANCHOR_END: finish
 
+    // ANCHOR: close
     /// Deregister and close the socket, if there is one: its callbacks are
     /// dropped with it.
     fn close(&mut self) {
@@ -393,6 +396,7 @@ impl Fetcher {
             self.event_loop.deregister(&mut sock, token);
         }
     }
+    // ANCHOR_END: close
 
     // ANCHOR: bind
     /// `self.step` as a callback the event loop can keep: Python's bound
@@ -411,6 +415,7 @@ impl Fetcher {
     // ANCHOR_END: bind
 }
 
+// ANCHOR: still_connecting
 /// Is this `peer_addr` error "the handshake is still going on"? Linux says
 /// `ENOTCONN` (`NotConnected`); mio's docs add `EINPROGRESS` for other
 /// systems, which std has no stable error kind for yet.
@@ -418,6 +423,7 @@ fn still_connecting(err: &io::Error) -> bool {
     const EINPROGRESS: i32 = if cfg!(target_os = "linux") { 115 } else { 36 };
     err.kind() == io::ErrorKind::NotConnected || err.raw_os_error() == Some(EINPROGRESS)
 }
+// ANCHOR_END: still_connecting
 
 // ANCHOR: in_flight
 /// Counts fetches in flight, and remembers the most there ever were at once:
