@@ -1,0 +1,304 @@
+//! Tests of `src/socket.rs` and of the sub-coroutines of `src/fetch.rs` built
+//! on it (`connect_any`, `read_all`): each operation tried first and awaited
+//! only on `WouldBlock`, against real sockets on `127.0.0.1`. Each test is
+//! bounded (see `bound/mod.rs`): a readiness future that nothing resolves
+//! would otherwise leave the loop waiting for ever.
+
+mod bound;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::thread;
+use std::time::Duration;
+
+use bound::within;
+use lesson3_generators::event_loop::EventLoop;
+use lesson3_generators::fetch::{connect_any, read_all};
+use lesson3_generators::socket::Socket;
+use shared::fixtures::server::refused_addr;
+use shared::http::Limits;
+use shared::{FailKind, FetchError};
+
+/// What to look at when a socket operation waits for ever.
+const NEVER_READY: &str = "a socket operation waited for a readiness that never came. \
+    Socket::ready must install a reader (Direction::Read) or writer (Direction::Write) \
+    with the loop whose callback resolves a fresh future; an operation must try first \
+    and await ready(..) only after WouldBlock (mio's events are edge-triggered: an edge \
+    that came before the wait is not sent again)";
+
+#[test]
+fn connect_gives_a_connected_socket_registered_with_the_loop() {
+    within(10, NEVER_READY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let event_loop = EventLoop::new().unwrap();
+        let task_loop = event_loop.clone();
+        let (peer, registered) = event_loop
+            .run_until_complete(async move {
+                let sock = Socket::connect(&addr).await.unwrap();
+                (sock.stream().peer_addr().ok(), task_loop.registered())
+            })
+            .unwrap();
+        assert_eq!(
+            peer,
+            Some(addr),
+            "the peer of the socket Socket::connect returned: the listener it connected to"
+        );
+        assert_eq!(
+            registered, 1,
+            "sockets registered with the loop while the connected socket lived: \
+             start_connect registers it"
+        );
+        assert_eq!(
+            event_loop.registered(),
+            0,
+            "sockets registered after the socket was dropped: its Drop deregisters it"
+        );
+    });
+}
+
+/// A connect that cannot finish for now: the listener's accept queue is
+/// full (a backlog of 0 holds one connection, made first), so Linux drops
+/// the next SYN and the connecting socket waits to send it again.
+#[cfg(target_os = "linux")]
+#[test]
+fn is_connected_says_false_while_the_handshake_is_under_way() {
+    use socket2::{Domain, Socket as RawSocket, Type};
+    within(10, NEVER_READY, || {
+        let listener = RawSocket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        listener
+            .bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        listener.listen(0).unwrap();
+        let addr = listener.local_addr().unwrap().as_socket().unwrap();
+        let _first = TcpStream::connect(addr).unwrap();
+        let event_loop = EventLoop::new().unwrap();
+        let connected = event_loop
+            .run_until_complete(async move {
+                let sock = Socket::start_connect(addr).unwrap();
+                sock.is_connected().map_err(|err| err.to_string())
+            })
+            .unwrap();
+        assert_eq!(
+            connected,
+            Ok(false),
+            "is_connected of a socket whose handshake is still under way: Ok(false), \
+             a readiness that came too early (peer_addr fails with ENOTCONN, which \
+             still_connecting recognises), not an error"
+        );
+    });
+}
+
+#[test]
+fn write_all_writes_more_than_the_socket_buffers_hold_in_parts() {
+    // 16 MiB do not fit in loopback's buffers: a write must answer
+    // `WouldBlock`, and write_all must wait for room and carry on.
+    within(30, NEVER_READY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            thread::sleep(Duration::from_millis(50));
+            let mut got = Vec::new();
+            conn.read_to_end(&mut got).unwrap();
+            got
+        });
+        let data: Vec<u8> = (0..16 << 20).map(|i| (i % 251) as u8).collect();
+        let sent = data.clone();
+        let event_loop = EventLoop::new().unwrap();
+        event_loop
+            .run_until_complete(async move {
+                let mut sock = Socket::connect(&addr).await.unwrap();
+                sock.write_all(&sent).await.unwrap();
+                // Dropped here: the server reads to the close.
+            })
+            .unwrap();
+        let got = server.join().unwrap();
+        assert_eq!(
+            got.len(),
+            data.len(),
+            "bytes the server received of 16 MiB write_all sent: every byte, \
+             however many writes it took"
+        );
+        assert!(
+            got == data,
+            "the server received the bytes in another order or changed: each write \
+             must start where the last one stopped"
+        );
+    });
+}
+
+#[test]
+fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
+    within(10, NEVER_READY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            // 100 KiB, in pieces with pauses: the reader must wait between them.
+            for piece in 0..5u8 {
+                conn.write_all(&[b'a' + piece; 20 * 1024]).unwrap();
+                thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let event_loop = EventLoop::new().unwrap();
+        let chunks = event_loop
+            .run_until_complete(async move {
+                let mut sock = Socket::connect(&addr).await.unwrap();
+                let mut chunks = Vec::new();
+                loop {
+                    let chunk = sock.read().await.unwrap();
+                    if chunk.is_empty() {
+                        break chunks;
+                    }
+                    chunks.push(chunk);
+                }
+            })
+            .unwrap();
+        server.join().unwrap();
+        let total: usize = chunks.iter().map(Vec::len).sum();
+        assert_eq!(
+            total,
+            100 * 1024,
+            "bytes read before read returned an empty chunk (the peer's close): all \
+             100 KiB the server sent"
+        );
+        let biggest = chunks.iter().map(Vec::len).max().unwrap_or(0);
+        assert!(
+            biggest <= 16 * 1024,
+            "read returned a chunk of {biggest} bytes: one read_chunk reads at most \
+             16 KiB (READ_CHUNK) and returns exactly what it read"
+        );
+        let text: Vec<u8> = chunks.concat();
+        assert!(
+            text.windows(2).filter(|w| w[0] != w[1]).count() == 4,
+            "the bytes read are out of order or changed: the five pieces were sent as \
+             aaaa..., bbbb..., eeee..."
+        );
+    });
+}
+
+#[test]
+fn read_all_parses_a_response_that_arrives_in_pieces() {
+    within(10, NEVER_READY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            for piece in [
+                "HTTP/1.0 200 OK\r\nContent-Le",
+                "ngth: 11\r\n\r\nhello",
+                " worl",
+                "d",
+            ] {
+                conn.write_all(piece.as_bytes()).unwrap();
+                thread::sleep(Duration::from_millis(10));
+            }
+            // Kept open: read_all must stop at the end of the body, not wait
+            // for the close.
+            thread::sleep(Duration::from_millis(500));
+        });
+        let event_loop = EventLoop::new().unwrap();
+        let (status, body) = event_loop
+            .run_until_complete(async move {
+                let mut sock = Socket::connect(&addr).await.unwrap();
+                let response = read_all(&mut sock, Limits::default()).await.unwrap();
+                (response.status, response.body)
+            })
+            .unwrap();
+        server.join().unwrap();
+        assert_eq!(status, 200, "status of the response read_all returned");
+        assert_eq!(
+            body, b"hello world",
+            "body of the response read_all returned: the 11 bytes Content-Length \
+             announced, from three reads"
+        );
+    });
+}
+
+#[test]
+fn read_all_reports_a_reset_with_the_reports_kind_and_wording() {
+    use socket2::SockRef;
+    within(10, NEVER_READY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            thread::sleep(Duration::from_millis(20));
+            // Closed with a reset (RST), not the usual FIN.
+            SockRef::from(&conn)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+            drop(conn);
+        });
+        let event_loop = EventLoop::new().unwrap();
+        let err = event_loop
+            .run_until_complete(async move {
+                let mut sock = Socket::connect(&addr).await.unwrap();
+                let err = read_all(&mut sock, Limits::default()).await.unwrap_err();
+                FetchError::from_anyhow(&err)
+            })
+            .unwrap();
+        server.join().unwrap();
+        assert_eq!(
+            err.kind,
+            FailKind::Reset,
+            "kind of read_all's error on a connection reset: the report's fail_reset"
+        );
+        assert_eq!(
+            err.message, "connection reset by peer",
+            "read_all's error on a reset: io_error turns the io::Error into the report's \
+             error, whose wording drops the \" (os error N)\" an io::Error prints"
+        );
+    });
+}
+
+#[test]
+fn connect_any_skips_a_refused_address_for_the_next() {
+    // As when `localhost` gives `::1` first and nothing listens there.
+    within(10, NEVER_READY, || {
+        let closed = refused_addr();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let open = listener.local_addr().unwrap();
+        let event_loop = EventLoop::new().unwrap();
+        let peer = event_loop
+            .run_until_complete(async move {
+                let sock = connect_any(&[closed, open]).await.unwrap();
+                sock.stream().peer_addr().ok()
+            })
+            .unwrap();
+        assert_eq!(
+            peer,
+            Some(open),
+            "the peer of connect_any([refused, open]): the second address"
+        );
+        assert_eq!(
+            event_loop.registered(),
+            0,
+            "sockets registered after connect_any's socket was dropped: the refused \
+             attempt's socket is gone too"
+        );
+
+        // Every address refused: the error is the last one's, with its context.
+        let event_loop = EventLoop::new().unwrap();
+        let (message, kind) = event_loop
+            .run_until_complete(async move {
+                let err = connect_any(&[closed]).await.unwrap_err();
+                (format!("{err:#}"), FetchError::from_anyhow(&err).kind)
+            })
+            .unwrap();
+        assert_eq!(
+            message,
+            format!("connecting to {closed}: connection refused"),
+            "connect_any's error when every address refused: the last address's, \
+             with the context `connecting to ADDR` (connect_error gives the report's \
+             wording)"
+        );
+        assert_eq!(
+            kind,
+            FailKind::Connect,
+            "kind of a refused connect: the report's fail_connect (connect_error)"
+        );
+        drop(listener);
+    });
+}
