@@ -33,31 +33,74 @@ fn idle_connections_are_capped_per_host_and_reused() {
     let url = root(&server);
     run(async move {
         let pool = ConnectionPool::new(2, 100);
-        let a = connect(&pool, &url, false).await?;
+        let mut a = connect(&pool, &url, false).await?;
         let b = connect(&pool, &url, false).await?;
         let c = connect(&pool, &url, false).await?;
-        assert!(!a.reused());
-        assert_eq!(pool.open_count(), 3);
+        assert!(
+            !a.reused(),
+            "Connection::reused of a newly opened connection: true"
+        );
+        assert!(
+            a.socket().is_connected()?,
+            "Connection::socket of a connection the pool opened: not connected"
+        );
+        assert_eq!(
+            pool.open_count(),
+            3,
+            "open_count after three connects: three sockets open"
+        );
         for connection in [a, b, c] {
             pool.release(connection, true);
         }
-        // Two kept idle, the third closed.
-        assert_eq!(pool.idle_count(), 2);
-        assert_eq!(pool.open_count(), 2);
+        assert_eq!(
+            pool.idle_count(),
+            2,
+            "idle_count after releasing three reusable connections with a cap \
+             of two per host: two kept idle, the third closed"
+        );
+        assert_eq!(
+            pool.open_count(),
+            2,
+            "open_count after the third was closed past the cap"
+        );
 
         let d = connect(&pool, &url, false).await?;
-        assert!(d.reused());
-        assert_eq!(pool.idle_count(), 1);
+        assert!(
+            d.reused(),
+            "a connect to a host with idle connections opened a new one instead of reusing one"
+        );
+        assert_eq!(
+            pool.idle_count(),
+            1,
+            "idle_count after one of the two idle connections was taken"
+        );
         // A response that does not allow reuse closes the connection.
         pool.release(d, false);
-        assert_eq!(pool.open_count(), 1);
+        assert_eq!(
+            pool.open_count(),
+            1,
+            "open_count after releasing a connection whose response does not \
+             allow reuse: it is closed, the idle one stays"
+        );
         // `fresh` skips the idle one.
         let e = connect(&pool, &url, true).await?;
-        assert!(!e.reused());
-        assert_eq!(pool.opened_count(), 4);
+        assert!(
+            !e.reused(),
+            "a fresh connect (reopen) gave a reused connection"
+        );
+        assert_eq!(
+            pool.opened_count(),
+            4,
+            "opened_count: three connects, then the fresh one"
+        );
         drop(e);
         pool.close();
-        assert_eq!(pool.open_count(), 0);
+        assert_eq!(
+            pool.open_count(),
+            0,
+            "open_count after dropping the last connection in use and close(): \
+             close must close the idle ones"
+        );
         Ok(())
     })
     .unwrap();
@@ -79,8 +122,12 @@ fn a_connect_waits_for_a_free_socket_when_the_budget_is_spent() {
         assert!(!third.done(), "a third socket was opened over the budget");
         drop(a);
         let reused = wait_for(third, Duration::from_secs(10)).await?;
-        assert!(!reused);
-        assert_eq!(pool.opened_count(), 3);
+        assert!(!reused, "the waiting fresh connect came back reused");
+        assert_eq!(
+            pool.opened_count(),
+            3,
+            "opened_count: two, then the third in the slot the dropped one gave back"
+        );
         Ok(())
     })
     .unwrap();
@@ -95,7 +142,11 @@ fn an_idle_connection_to_another_host_makes_room() {
         let pool = ConnectionPool::new(10, 1);
         let a = connect(&pool, &url1, false).await?;
         pool.release(a, true);
-        assert_eq!(pool.idle_count(), 1);
+        assert_eq!(
+            pool.idle_count(),
+            1,
+            "idle_count after releasing a reusable connection with no fetch waiting"
+        );
         // The budget (one socket) is held by an idle connection to the
         // first server: it is closed to connect to the second.
         let b = wait_for(
@@ -103,9 +154,17 @@ fn an_idle_connection_to_another_host_makes_room() {
             Duration::from_secs(10),
         )
         .await?;
-        assert!(!b.reused());
-        assert_eq!(pool.idle_count(), 0);
-        assert_eq!(pool.open_count(), 1);
+        assert!(!b.reused(), "a connect to the second host came back reused");
+        assert_eq!(
+            pool.idle_count(),
+            0,
+            "idle_count: the idle connection to the first host must be closed to make room"
+        );
+        assert_eq!(
+            pool.open_count(),
+            1,
+            "open_count with a budget of one socket"
+        );
         Ok(())
     })
     .unwrap();
@@ -139,11 +198,22 @@ fn a_released_connection_goes_to_a_waiting_fetch() {
             pool.release(held, true);
             assert_eq!(pool.idle_count(), 0, "kept idle while a fetch waits");
             let got = wait_for(waiting, Duration::from_secs(10)).await?;
-            assert_eq!(got, reused, "for {other}");
-            assert_eq!(pool.open_count(), 1);
+            assert_eq!(
+                got, reused,
+                "did the waiting fetch for {other} reuse the released connection? \
+                 (reused for its own host; closed and replaced for another)"
+            );
+            assert_eq!(
+                pool.open_count(),
+                1,
+                "open_count with a budget of one socket"
+            );
         }
-        // url1 once, reused once; then url2 in url1's slot.
-        assert_eq!(pool.opened_count(), 2);
+        assert_eq!(
+            pool.opened_count(),
+            2,
+            "opened_count: url1 once (then reused once), then url2 in url1's slot"
+        );
         Ok(())
     })
     .unwrap();
@@ -157,19 +227,30 @@ fn https_and_closed_ports_are_fetch_errors() {
         let https = Url::parse("https://127.0.0.1/").unwrap();
         let err = connect(&pool, &https, false).await.unwrap_err();
         let err = shared::FetchError::from_anyhow(&err);
-        assert_eq!(err.kind, FailKind::Unsupported);
+        assert_eq!(
+            err.kind,
+            FailKind::Unsupported,
+            "the kind of a connect to an https URL"
+        );
 
         let refused = Url::parse(&format!("http://{closed}/")).unwrap();
         let err = connect(&pool, &refused, false).await.unwrap_err();
         let err = shared::FetchError::from_anyhow(&err);
-        assert_eq!(err.kind, FailKind::Connect);
+        assert_eq!(
+            err.kind,
+            FailKind::Connect,
+            "the kind of a connect to a closed port"
+        );
         assert!(
             err.message.contains("connection refused"),
-            "{}",
+            "a refused connect's message should say \"connection refused\": {}",
             err.message
         );
-        // A failed connect gives its permit back.
-        assert_eq!(pool.open_count(), 0);
+        assert_eq!(
+            pool.open_count(),
+            0,
+            "open_count after two failed connects: none opened"
+        );
         Ok(())
     })
     .unwrap();
@@ -224,8 +305,12 @@ fn a_connect_abandoned_by_its_deadline_gives_its_socket_back() {
             Duration::from_secs(10),
         )
         .await?;
-        assert!(!connected.reused());
-        assert_eq!(pool.open_count(), 1);
+        assert!(!connected.reused(), "a fresh connect came back reused");
+        assert_eq!(
+            pool.open_count(),
+            1,
+            "open_count: only the new connection (the abandoned connect opened none)"
+        );
         Ok(())
     })
     .unwrap();

@@ -26,8 +26,15 @@ fn config(server: &TestServer, path: &str) -> Config {
 
 fn run(config: &Config) -> CrawlReport {
     let report = crawl(config).expect("the crawl runs");
-    assert_eq!(report.todo, 0);
-    assert_eq!(report.urls().len(), report.stats.len(), "a URL twice");
+    assert_eq!(
+        report.todo, 0,
+        "Todo: URLs seen but not fetched once the crawl ended (queue items never marked done)"
+    );
+    assert_eq!(
+        report.urls().len(),
+        report.stats.len(),
+        "distinct URLs in the report against its lines: a URL was reported twice"
+    );
     report
 }
 
@@ -56,15 +63,27 @@ fn redirect_chain_is_followed_through_the_queue() {
     );
     let config = config(&server, "/");
     let report = run(&config);
-    assert_eq!(report.urls(), urls(&server, &["/", "/a", "/b", "/page"]));
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/a", "/b", "/page"]),
+        "URLs reported: every hop of the chain, each fetched through the queue"
+    );
     assert_eq!(
         stat(&report, &server.url("/a")).next_url.as_deref(),
-        Some(server.url("/b").as_str())
+        Some(server.url("/b").as_str()),
+        "/a's redirect target in the report"
     );
-    assert_eq!(stat(&report, &server.url("/page")).status, Some(200));
+    assert_eq!(
+        stat(&report, &server.url("/page")).status,
+        Some(200),
+        "status of the chain's end"
+    );
     for (from, to) in [("/", "/a"), ("/a", "/b"), ("/b", "/page")] {
         let line = format!("redirect to {} from {}", server.url(to), server.url(from));
-        assert!(has_line(&config, &line), "no {line:?}");
+        assert!(
+            has_line(&config, &line),
+            "no log line {line:?} (info level, one per redirect queued)"
+        );
     }
 }
 
@@ -81,17 +100,32 @@ fn redirect_limit_cuts_a_long_chain() {
     let mut config = config(&server, "/");
     config.max_redirect = 2;
     let report = run(&config);
-    // The root may redirect twice: to /1, then /1 to /2. /2's redirect is
-    // recorded, but its target is not fetched.
-    assert_eq!(report.urls(), urls(&server, &["/", "/1", "/2"]));
-    assert_eq!(server.request_count("/3"), 0);
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/1", "/2"]),
+        "URLs reported with --max-redirect 2: the root may redirect twice \
+         (to /1, then /1 to /2); /2's redirect is recorded, its target not fetched"
+    );
+    assert_eq!(
+        server.request_count("/3"),
+        0,
+        "requests for /3, past the redirect limit"
+    );
     let line = format!(
         "redirect limit reached for {} from {}",
         server.url("/3"),
         server.url("/2")
     );
-    assert!(has_line(&config, &line), "{:#?}", config.log.lines());
-    assert_eq!(report.counts().get("redirect"), Some(&3));
+    assert!(
+        has_line(&config, &line),
+        "no log line {line:?} (error level) in {:#?}",
+        config.log.lines()
+    );
+    assert_eq!(
+        report.counts().get("redirect"),
+        Some(&3),
+        "redirects counted in the report: /, /1 and /2"
+    );
 }
 
 #[test]
@@ -104,8 +138,16 @@ fn redirect_limit_zero_follows_nothing() {
     let mut config = config(&server, "/");
     config.max_redirect = 0;
     let report = run(&config);
-    assert_eq!(report.urls(), urls(&server, &["/"]));
-    assert_eq!(server.request_count("/next"), 0);
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/"]),
+        "URLs reported with --max-redirect 0: the root only"
+    );
+    assert_eq!(
+        server.request_count("/next"),
+        0,
+        "requests for the redirect's target with --max-redirect 0"
+    );
 }
 
 #[test]
@@ -118,16 +160,27 @@ fn redirect_cycle_ends() {
     );
     let config = config(&server, "/");
     let report = run(&config);
-    assert_eq!(report.urls(), urls(&server, &["/", "/x", "/y"]));
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/x", "/y"]),
+        "URLs reported for a cycle / → /x → /y → /"
+    );
     for path in ["/", "/x", "/y"] {
-        assert_eq!(server.request_count(path), 1, "{path}");
+        assert_eq!(
+            server.request_count(path),
+            1,
+            "requests for {path} in a redirect cycle: once each"
+        );
     }
-    // The cycle is closed by the seen-set, not by the limit.
-    assert!(!config
-        .log
-        .lines()
-        .iter()
-        .any(|l| l.starts_with("redirect limit reached")));
+    assert!(
+        !config
+            .log
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("redirect limit reached")),
+        "a line starting \"redirect limit reached\": the cycle must be closed \
+         by the seen-set, not by the limit"
+    );
 }
 
 #[test]
@@ -142,14 +195,19 @@ fn redirect_chains_that_meet_are_fetched_once() {
     let report = run(&config(&server, "/"));
     assert_eq!(
         report.urls(),
-        urls(&server, &["/", "/r1", "/r2", "/target"])
+        urls(&server, &["/", "/r1", "/r2", "/target"]),
+        "URLs reported for two redirects to one target"
     );
-    assert_eq!(server.request_count("/target"), 1);
-    // Both redirects are reported with their target, fetched or not.
+    assert_eq!(
+        server.request_count("/target"),
+        1,
+        "requests for the target two redirect chains meet at: once (the seen-set)"
+    );
     for path in ["/r1", "/r2"] {
         assert_eq!(
             stat(&report, &server.url(path)).next_url.as_deref(),
-            Some(server.url("/target").as_str())
+            Some(server.url("/target").as_str()),
+            "{path}'s redirect target in the report (recorded, fetched or not)"
         );
     }
 }
@@ -170,11 +228,26 @@ fn max_tasks_bounds_the_fetches_in_flight_and_is_reached() {
     let mut config = config(&server, "/");
     config.max_tasks = 4;
     let report = run(&config);
-    assert_eq!(report.stats.len(), 31);
-    assert_eq!(server.peak_in_flight(), 4);
-    assert_eq!(report.peak_in_flight, 4);
-    assert_eq!(report.max_tasks, 4);
-    assert!(report.render().contains("(max_tasks=4)"));
+    assert_eq!(
+        report.stats.len(),
+        31,
+        "URLs reported: the root and its 30 links"
+    );
+    assert_eq!(
+        server.peak_in_flight(),
+        4,
+        "most requests the server had at once with --max-tasks 4: four workers, \
+         and every one busy"
+    );
+    assert_eq!(
+        report.peak_in_flight, 4,
+        "the report's achieved concurrency (InFlight's peak) with --max-tasks 4"
+    );
+    assert_eq!(report.max_tasks, 4, "the report's max_tasks");
+    assert!(
+        report.render().contains("(max_tasks=4)"),
+        "the report does not show \"(max_tasks=4)\""
+    );
 }
 
 #[test]
@@ -183,11 +256,22 @@ fn one_task_fetches_one_url_at_a_time() {
     let mut config = config(&server, "/");
     config.max_tasks = 1;
     let report = run(&config);
-    assert_eq!(report.stats.len(), 6);
-    assert_eq!(server.peak_in_flight(), 1);
-    // One worker, one keep-alive connection, used for every page (after
-    // robots.txt's own, which is closed once the rules are in).
-    assert_eq!(server.connections(), 2);
+    assert_eq!(
+        report.stats.len(),
+        6,
+        "URLs reported: the root and its 5 links"
+    );
+    assert_eq!(
+        server.peak_in_flight(),
+        1,
+        "most requests the server had at once with --max-tasks 1"
+    );
+    assert_eq!(
+        server.connections(),
+        2,
+        "connections the server saw with one worker: robots.txt's own (closed \
+         once the rules are in), then one keep-alive connection for every page"
+    );
 }
 
 /// `--delay` on two hosts with two workers: host a's eight pages are
@@ -210,7 +294,11 @@ fn a_url_waiting_for_its_hosts_slot_holds_no_worker() {
     config.max_tasks = 2;
     config.delay = Duration::from_millis(100);
     let report = run(&config);
-    assert_eq!(report.stats.len(), 1 + 8 + 1 + 3);
+    assert_eq!(
+        report.stats.len(),
+        1 + 8 + 1 + 3,
+        "URLs reported: each host's root and its links"
+    );
     let last = |server: &TestServer| server.requests().last().map(|r| r.received);
     assert!(
         last(&b) < last(&a),
@@ -227,20 +315,33 @@ fn max_tries_retries_network_errors_until_success() {
     let config = config(&server, "/");
     let report = run(&config);
     let root = server.url("/");
-    assert_eq!(stat(&report, &root).status, Some(200));
-    assert_eq!(server.request_count("/"), 3);
-    let lines = config.log.lines();
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with(&format!("try 1 for {root} raised "))),
-        "{lines:#?}"
+    assert_eq!(
+        stat(&report, &root).status,
+        Some(200),
+        "the root's status after two dropped requests and a third that works"
     );
-    assert!(lines
-        .iter()
-        .any(|l| l.starts_with(&format!("try 2 for {root} raised "))));
-    assert!(has_line(&config, &format!("try 3 for {root} success")));
-    assert!(!lines.iter().any(|l| l.contains("failed after")));
+    assert_eq!(
+        server.request_count("/"),
+        3,
+        "requests for the root: two failed tries and the one that worked"
+    );
+    let lines = config.log.lines();
+    for n in [1, 2] {
+        let start = format!("try {n} for {root} raised ");
+        assert!(
+            lines.iter().any(|l| l.starts_with(&start)),
+            "no log line starting {start:?} (info level, one per failed try) in {lines:#?}"
+        );
+    }
+    let success = format!("try 3 for {root} success");
+    assert!(
+        has_line(&config, &success),
+        "no log line {success:?} (info level, a success after a failure) in {lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("failed after")),
+        "a \"failed after\" line for a URL that succeeded on its third try"
+    );
 }
 
 #[test]
@@ -251,10 +352,27 @@ fn max_tries_one_fails_at_the_first_error() {
     let report = run(&config);
     let root = server.url("/");
     let err = stat(&report, &root).error.clone().expect("a failure");
-    assert_eq!(err.kind, FailKind::Reset);
-    assert!(has_line(&config, &format!("{root} failed after 1 tries")));
-    assert_eq!(server.request_count("/"), 1);
-    assert_eq!(report.counts().get("fail_reset"), Some(&1));
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "the kind of the root's failure (its request dropped unanswered)"
+    );
+    let line = format!("{root} failed after 1 tries");
+    assert!(
+        has_line(&config, &line),
+        "no log line {line:?} (error level, giving up) in {:#?}",
+        config.log.lines()
+    );
+    assert_eq!(
+        server.request_count("/"),
+        1,
+        "requests for the root with --max-tries 1"
+    );
+    assert_eq!(
+        report.counts().get("fail_reset"),
+        Some(&1),
+        "fail_reset in the report's counts"
+    );
 }
 
 #[test]
@@ -271,10 +389,21 @@ fn timeouts_are_retried_each_with_its_own_deadline() {
     let stuck = server.url("/stuck");
     assert_eq!(
         stat(&report, &stuck).error.as_ref().map(|e| e.kind),
-        Some(FailKind::Timeout)
+        Some(FailKind::Timeout),
+        "the failure kind of a page that never answers"
     );
-    assert_eq!(server.request_count("/stuck"), 2);
-    assert!(has_line(&config, &format!("{stuck} failed after 2 tries")));
+    assert_eq!(
+        server.request_count("/stuck"),
+        2,
+        "requests for the stalled page with --max-tries 2: a timeout is retried, \
+         each attempt with its own deadline"
+    );
+    let line = format!("{stuck} failed after 2 tries");
+    assert!(
+        has_line(&config, &line),
+        "no log line {line:?} (error level) in {:#?}",
+        config.log.lines()
+    );
 }
 
 #[test]
@@ -290,17 +419,28 @@ fn errors_that_would_repeat_are_not_retried() {
     let mut config = config(&server, "/");
     config.limits.max_body_bytes = 1000;
     let report = run(&config);
-    assert_eq!(server.request_count("/big"), 1);
+    assert_eq!(
+        server.request_count("/big"),
+        1,
+        "requests for a body over the limit: not retried, it would fail the same way"
+    );
     let big = server.url("/big");
     assert_eq!(
         stat(&report, &big).error.as_ref().map(|e| e.kind),
-        Some(FailKind::TooLarge)
+        Some(FailKind::TooLarge),
+        "the failure kind of a body over --max-body-bytes"
     );
-    assert!(has_line(&config, &format!("{big} failed after 1 tries")));
+    let line = format!("{big} failed after 1 tries");
+    assert!(
+        has_line(&config, &line),
+        "no log line {line:?} (error level) in {:#?}",
+        config.log.lines()
+    );
     let https = stat(&report, "https://127.0.0.1/s");
     assert_eq!(
         https.error.as_ref().map(|e| e.message.as_str()),
-        Some("https not supported")
+        Some("https not supported"),
+        "the failure message of an https link"
     );
 }
 
@@ -318,11 +458,25 @@ fn a_stale_pooled_connection_is_resent_without_counting_a_try() {
     config.max_tasks = 1;
     config.max_tries = 1;
     let report = run(&config);
-    assert_eq!(stat(&report, &server.url("/flaky")).status, Some(200));
-    assert_eq!(server.request_count("/flaky"), 2);
-    // robots.txt's own connection, the root's, and the resend's.
-    assert_eq!(server.connections(), 3);
-    assert!(!config.log.lines().iter().any(|l| l.starts_with("try ")));
+    assert_eq!(
+        stat(&report, &server.url("/flaky")).status,
+        Some(200),
+        "/flaky's status with --max-tries 1: the stale connection's resend is not a try"
+    );
+    assert_eq!(
+        server.request_count("/flaky"),
+        2,
+        "requests for /flaky: the one on the stale pooled connection, and the resend"
+    );
+    assert_eq!(
+        server.connections(),
+        3,
+        "connections: robots.txt's own, the root's (reused, found stale), the resend's"
+    );
+    assert!(
+        !config.log.lines().iter().any(|l| l.starts_with("try ")),
+        "a line starting \"try \": a stale connection's resend counts no try"
+    );
 }
 
 #[test]
@@ -345,10 +499,26 @@ fn encodings_come_from_the_content_type() {
     );
     let report = run(&config(&server, "/"));
     let encoding = |p: &str| stat(&report, &server.url(p)).encoding.clone();
-    assert_eq!(encoding("/latin").as_deref(), Some("iso-8859-1"));
-    assert_eq!(encoding("/quoted").as_deref(), Some("shift_jis"));
-    assert_eq!(encoding("/none").as_deref(), Some("utf-8"));
-    assert_eq!(stat(&report, &server.url("/latin")).size, 4);
+    assert_eq!(
+        encoding("/latin").as_deref(),
+        Some("iso-8859-1"),
+        "encoding from `charset=ISO-8859-1`, lower-cased"
+    );
+    assert_eq!(
+        encoding("/quoted").as_deref(),
+        Some("shift_jis"),
+        "encoding from a quoted charset, unquoted and lower-cased"
+    );
+    assert_eq!(
+        encoding("/none").as_deref(),
+        Some("utf-8"),
+        "encoding of text/html without a charset: the default"
+    );
+    assert_eq!(
+        stat(&report, &server.url("/latin")).size,
+        4,
+        "size of /latin's body in bytes"
+    );
 }
 
 #[test]
@@ -368,11 +538,31 @@ fn content_types_are_reported_without_parameters() {
     );
     let report = run(&config(&server, "/"));
     let kind = |p: &str| stat(&report, &server.url(p)).content_type.clone();
-    assert_eq!(kind("/json").as_deref(), Some("application/json"));
-    assert_eq!(kind("/png").as_deref(), Some("image/png"));
-    assert_eq!(kind("/upper").as_deref(), Some("text/html"));
-    assert_eq!(report.counts().get("other"), Some(&2));
-    assert_eq!(report.counts().get("html"), Some(&2));
+    assert_eq!(
+        kind("/json").as_deref(),
+        Some("application/json"),
+        "/json's content type"
+    );
+    assert_eq!(
+        kind("/png").as_deref(),
+        Some("image/png"),
+        "/png's content type"
+    );
+    assert_eq!(
+        kind("/upper").as_deref(),
+        Some("text/html"),
+        "content type of `Text/HTML; Charset=UTF-8`: lower-cased, without parameters"
+    );
+    assert_eq!(
+        report.counts().get("other"),
+        Some(&2),
+        "pages counted as other (not HTML): /json and /png"
+    );
+    assert_eq!(
+        report.counts().get("html"),
+        Some(&2),
+        "pages counted as html: / and /upper"
+    );
 }
 
 #[test]
@@ -387,8 +577,16 @@ fn non_html_bodies_are_not_searched_for_links() {
             .page("/hidden", "unreachable"),
     );
     let report = run(&config(&server, "/"));
-    assert_eq!(report.urls(), urls(&server, &["/", "/data.txt"]));
-    assert_eq!(server.request_count("/hidden"), 0);
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/data.txt"]),
+        "URLs reported: a text/plain body is not searched for links"
+    );
+    assert_eq!(
+        server.request_count("/hidden"),
+        0,
+        "requests for a 'link' found only in a text/plain body"
+    );
 }
 
 #[test]
@@ -399,8 +597,16 @@ fn non_http_links_are_not_followed() {
            <a href="javascript:void(0)">j</a> <a href="/ok">ok</a>"#,
     ));
     let report = run(&config(&server, "/"));
-    assert_eq!(report.urls(), urls(&server, &["/", "/ok"]));
-    assert_eq!(stat(&report, &server.url("/")).num_urls, 1);
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/ok"]),
+        "URLs reported: mailto:, ftp: and javascript: links are not followed"
+    );
+    assert_eq!(
+        stat(&report, &server.url("/")).num_urls,
+        1,
+        "links the root's line counts: only the http one"
+    );
 }
 
 #[test]
@@ -410,22 +616,36 @@ fn keep_alive_reuses_a_few_connections_for_many_pages() {
     let mut config = config(&server, "/");
     config.max_tasks = 10;
     let report = run(&config);
-    assert_eq!(report.urls(), site.expected_urls(&server.origin()));
-    assert!(report.stats.len() >= 200);
+    assert_eq!(
+        report.urls(),
+        site.expected_urls(&server.origin()),
+        "URLs reported: the generated site's"
+    );
+    assert!(
+        report.stats.len() >= 200,
+        "URLs reported: fewer than the 200 pages"
+    );
     assert!(
         server.connections() <= 20,
         "{} connections for {} requests",
         server.connections(),
         server.requests_total()
     );
-    assert!(report.stats.iter().all(|s| s.error.is_none()));
+    assert!(
+        report.stats.iter().all(|s| s.error.is_none()),
+        "a page failed:\n{}",
+        report.render()
+    );
 }
 
 #[test]
 fn a_root_that_does_not_parse_is_an_error() {
     let mut config = Config::new(Lesson::Four, ["http://[not a host/"]);
     config.log = Log::capture(Level::Debug);
-    assert!(crawl(&config).is_err());
+    assert!(
+        crawl(&config).is_err(),
+        "crawl with a root that does not parse should be an error"
+    );
 }
 
 #[test]
@@ -444,12 +664,27 @@ fn a_connection_the_server_closes_is_not_reused() {
     let mut config = config(&server, "/");
     config.max_tasks = 1;
     let report = run(&config);
-    assert_eq!(report.urls(), urls(&server, &["/", "/a", "/b"]));
-    // robots.txt's own connection (closed after it), then two.
-    assert_eq!(server.connections(), 3);
-    assert!(report.stats.iter().all(|s| s.error.is_none()));
-    // Not reused and found stale: never reused at all.
-    assert!(!config.log.lines().iter().any(|l| l.contains("resending")));
+    assert_eq!(
+        report.urls(),
+        urls(&server, &["/", "/a", "/b"]),
+        "URLs reported"
+    );
+    assert_eq!(
+        server.connections(),
+        3,
+        "connections: robots.txt's own (closed after it), / and /a's, then a \
+         new one for /b after /a's `Connection: close`"
+    );
+    assert!(
+        report.stats.iter().all(|s| s.error.is_none()),
+        "a page failed:\n{}",
+        report.render()
+    );
+    assert!(
+        !config.log.lines().iter().any(|l| l.contains("resending")),
+        "a \"resending\" line: a connection the server closes must not be \
+         kept, reused and found stale"
+    );
 }
 
 #[test]
@@ -464,7 +699,14 @@ fn roots_are_normalized_deduplicated_and_queued_once() {
     );
     let crawler = Crawler::new(&config, 100).unwrap();
     let roots: Vec<&str> = crawler.roots().iter().map(url::Url::as_str).collect();
-    assert_eq!(roots, ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"]);
-    // Both queued, once each: the report counts them as still to do.
-    assert_eq!(crawler.report().todo, 2);
+    assert_eq!(
+        roots,
+        ["http://127.0.0.1:1/a", "http://127.0.0.1:1/b"],
+        "the crawler's roots: normalized (scheme added, fragment dropped) and deduplicated"
+    );
+    assert_eq!(
+        crawler.report().todo,
+        2,
+        "Todo before crawling: both roots queued, once each"
+    );
 }

@@ -41,7 +41,11 @@ fn exercise_keepalive_timeout() {
             clock.advance(Duration::from_secs(16));
             let third = pool.connect(&url, pool.acquire(&url).await?).await?;
             assert!(!third.reused(), "idle 16 s: a new connection instead");
-            assert_eq!(pool.opened_count(), 2);
+            assert_eq!(
+                pool.opened_count(),
+                2,
+                "connections opened: the first, then a new one in place of the one idle 16 s"
+            );
             assert_eq!(pool.open_count(), 1, "the stale connection was closed");
             Ok(())
         })
@@ -91,7 +95,7 @@ fn exercise_race() {
             race(slow, fast).await
         })
         .unwrap();
-    assert_eq!(winner, "fast");
+    assert_eq!(winner, "fast", "the race's outcome: the one-second sleep's");
     assert_eq!(
         event_loop.time() - start,
         Duration::from_secs(1),
@@ -121,7 +125,11 @@ fn exercise_race() {
         race(fails, waits).await
     });
     let err = failed.expect_err("a winner that fails makes the race fail");
-    assert_eq!(err.to_string(), "it broke");
+    assert_eq!(
+        err.to_string(),
+        "it broke",
+        "the race's error: the failing winner's"
+    );
     assert_eq!(
         event_loop.pending_timers(),
         0,
@@ -180,5 +188,9 @@ fn exercise_bounded_queue() {
         })
         .unwrap();
     event_loop.close();
-    assert_eq!(got, [0, 1, 2, 3, 4]);
+    assert_eq!(
+        got,
+        [0, 1, 2, 3, 4],
+        "items the consumer got from a queue of two: all five, in order"
+    );
 }

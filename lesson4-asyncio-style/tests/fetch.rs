@@ -22,6 +22,14 @@ fn in_flight_counts_the_peak_not_the_total() {
         let _b = session.in_flight.start();
     }
     let _c = session.in_flight.start();
-    assert_eq!(session.in_flight.now(), 1);
-    assert_eq!(session.in_flight.peak(), 2);
+    assert_eq!(
+        session.in_flight.now(),
+        1,
+        "fetches in flight now: two started and ended, a third started"
+    );
+    assert_eq!(
+        session.in_flight.peak(),
+        2,
+        "the most fetches in flight at once (the peak, not the total of three)"
+    );
 }

@@ -84,12 +84,19 @@ fn one_task_fetches_robots_txt_and_the_others_hang_a_future_on_its() {
         &["/a", "/no", "/b"],
         "User-agent: *\nDisallow: /no\n",
     );
-    assert_eq!(asked, 1, "robots.txt fetched once");
-    assert_eq!(got.len(), 3);
+    assert_eq!(
+        asked, 1,
+        "robots.txt fetches for three tasks on one host: one task fetches, the others wait for it"
+    );
+    assert_eq!(got.len(), 3, "tasks that got their turn: all three");
     for (path, kind, when) in &got {
         let expected = if *path == "/no" { "blocked" } else { "fetch" };
-        assert_eq!(*kind, expected, "{path}");
-        assert_eq!(*when, Duration::from_millis(100), "{path}");
+        assert_eq!(*kind, expected, "{path}'s turn (robots.txt disallows /no)");
+        assert_eq!(
+            *when,
+            Duration::from_millis(100),
+            "loop time {path} got its turn: when robots.txt arrived, 100 ms"
+        );
     }
 }
 
@@ -102,6 +109,7 @@ fn a_hosts_turns_are_sleeps_a_delay_apart() {
     assert_eq!(
         times,
         [500, 1000, 1500].map(Duration::from_millis),
-        "{got:?}"
+        "loop times the three tasks got their turns with --delay 500 ms: a \
+         sleep each, a delay apart ({got:?})"
     );
 }
