@@ -58,14 +58,29 @@ fn a_generated_site_gives_the_same_urls_as_lessons_1_and_2() {
     let root = server.url("/");
 
     let three = lesson3_generators::crawl(&config(Lesson::Three, root.clone())).unwrap();
-    assert_eq!(three.urls(), site.expected_urls(&server.origin()));
-    assert_eq!(three.todo, 0);
+    assert_eq!(
+        three.urls(),
+        site.expected_urls(&server.origin()),
+        "the URLs lesson 3 reported: every URL the generated site links, each once"
+    );
+    assert_eq!(
+        three.todo, 0,
+        "Todo (URLs seen but not fetched) of a crawl with no --max-pages: none"
+    );
     assert!(three.peak_in_flight > 1, "fetches ran one at a time");
 
     let one = lesson1_threadpool::crawl(&config(Lesson::One, root.clone())).unwrap();
     let two = lesson2_callbacks::crawl(&config(Lesson::Two, root)).unwrap();
-    assert_eq!(outcomes(&three), outcomes(&one));
-    assert_eq!(outcomes(&three), outcomes(&two));
+    assert_eq!(
+        outcomes(&three),
+        outcomes(&one),
+        "each URL's outcome in lesson 3 (left) and lesson 1 (right): the same"
+    );
+    assert_eq!(
+        outcomes(&three),
+        outcomes(&two),
+        "each URL's outcome in lesson 3 (left) and lesson 2 (right): the same"
+    );
 }
 
 #[test]
@@ -83,10 +98,25 @@ fn the_socket_budget_bounds_the_fetches_in_flight() {
     let server = TestServer::start(site);
     let report =
         lesson3_generators::crawl_with_budget(&config(Lesson::Three, server.url("/")), 5).unwrap();
-    assert_eq!(report.stats.len(), 41);
-    assert!(report.stats.iter().all(|s| s.status == Some(200)));
-    assert!(report.peak_in_flight <= 5, "{}", report.peak_in_flight);
-    assert!(server.peak_in_flight() <= 5);
+    assert_eq!(
+        report.stats.len(),
+        41,
+        "URLs reported: the root and its 40 pages"
+    );
+    assert!(
+        report.stats.iter().all(|s| s.status == Some(200)),
+        "a URL did not end with status 200"
+    );
+    assert!(
+        report.peak_in_flight <= 5,
+        "the report's peak in flight is {}, over the socket budget of 5",
+        report.peak_in_flight
+    );
+    assert!(
+        server.peak_in_flight() <= 5,
+        "the server saw {} requests at once, over the socket budget of 5",
+        server.peak_in_flight()
+    );
 }
 
 #[test]
@@ -107,7 +137,8 @@ fn an_error_line_tells_where_the_fetch_failed() {
     let line = format!("{url} error fetching {url}: reading response: {cause}");
     assert!(
         config.log.lines().contains(&line),
-        "no {line:?} in {:#?}",
+        "looked for the failed URL's log line {line:?} (the URL, `error`, then the \
+         whole chain of context) and did not find it in {:#?}",
         config.log.lines()
     );
 }
@@ -190,7 +221,11 @@ fn child_crawl() {
         .expect("run by a parent test")
         .parse()
         .expect("a number");
-    assert_eq!(shared::net::open_files_limit(), Some(LOW_LIMIT));
+    assert_eq!(
+        shared::net::open_files_limit(),
+        Some(LOW_LIMIT),
+        "the child's open-file limit, set by its parent"
+    );
     let mut config = config(Lesson::Three, root);
     config.log = Log::capture(Level::Debug);
     let report = lesson3_generators::crawl_with_budget(&config, budget).unwrap();
@@ -200,9 +235,20 @@ fn child_crawl() {
         .iter()
         .filter(|l| l.ends_with("out of file descriptors"))
         .count();
-    assert_eq!(report.stats.len(), MANY_LINKS + 1);
+    assert_eq!(
+        report.stats.len(),
+        MANY_LINKS + 1,
+        "URLs reported: the root and every page it links"
+    );
     let failed: Vec<_> = report.stats.iter().filter(|s| s.error.is_some()).collect();
-    assert!(failed.is_empty(), "{failed:#?}");
-    assert!(report.peak_in_flight < LOW_LIMIT);
+    assert!(
+        failed.is_empty(),
+        "URLs failed when descriptors ran out (they must wait in line instead): {failed:#?}"
+    );
+    assert!(
+        report.peak_in_flight < LOW_LIMIT,
+        "the report's peak in flight is {}, not below the open-file limit {LOW_LIMIT}",
+        report.peak_in_flight
+    );
     println!("child crawl ok: ran out of descriptors {ran_out}");
 }

@@ -67,7 +67,11 @@ fn exercise_retry_backoff() {
         .find(|s| s.url.ends_with("/flaky"))
         .expect("/flaky is reported");
     assert_eq!(flaky.status, Some(200), "third time lucky: {flaky:?}");
-    assert_eq!(server.request_count("/flaky"), 3);
+    assert_eq!(
+        server.request_count("/flaky"),
+        3,
+        "requests for /flaky, which fails twice: three tries"
+    );
     assert!(
         elapsed >= Duration::from_millis(300),
         "two waits of 100 and 200 ms, yet the crawl took {elapsed:?}"
@@ -116,13 +120,37 @@ fn exercise_running_mean() {
 
     let mut mean = running_mean();
     assert_eq!(mean.resume(None), Ok(State::Yielded(None)), "started");
-    assert_eq!(mean.resume(Some(2.0)), Ok(State::Yielded(Some(2.0))));
-    assert_eq!(mean.resume(Some(4.0)), Ok(State::Yielded(Some(3.0))));
-    assert_eq!(mean.resume(Some(9.0)), Ok(State::Yielded(Some(5.0))));
+    assert_eq!(
+        mean.resume(Some(2.0)),
+        Ok(State::Yielded(Some(2.0))),
+        "the mean of 2"
+    );
+    assert_eq!(
+        mean.resume(Some(4.0)),
+        Ok(State::Yielded(Some(3.0))),
+        "the mean of 2, 4"
+    );
+    assert_eq!(
+        mean.resume(Some(9.0)),
+        Ok(State::Yielded(Some(5.0))),
+        "the mean of 2, 4, 9"
+    );
     assert_eq!(mean.resume(None), Ok(State::Complete(3)), "three numbers");
-    assert_eq!(mean.resume(Some(1.0)), Err(Finished));
+    assert_eq!(
+        mean.resume(Some(1.0)),
+        Err(Finished),
+        "resume after the end"
+    );
 
     let mut empty = running_mean();
-    assert_eq!(empty.resume(None), Ok(State::Yielded(None)));
-    assert_eq!(empty.resume(None), Ok(State::Complete(0)));
+    assert_eq!(
+        empty.resume(None),
+        Ok(State::Yielded(None)),
+        "an empty run, started"
+    );
+    assert_eq!(
+        empty.resume(None),
+        Ok(State::Complete(0)),
+        "an empty run ends with count 0"
+    );
 }
