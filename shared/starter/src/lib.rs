@@ -20,6 +20,7 @@
 
 pub mod blank;
 pub mod contracts;
+pub mod each;
 pub mod run;
 pub mod stages;
 

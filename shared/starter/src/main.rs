@@ -73,6 +73,10 @@ enum Cmd {
         /// checking them.
         #[arg(long)]
         write_pages: bool,
+        /// Instead: prove that each blanked function alone, blank, fails a
+        /// test of its own stage (one build per lesson; see each.rs).
+        #[arg(long, conflicts_with = "write_pages")]
+        each_function: bool,
     },
     /// Write each lesson's contracts page for the book's building mode
     /// (docs/src/generated/starters/lessonN-contracts.md), from its stage
@@ -176,10 +180,25 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             lessons,
             timeout,
             write_pages,
+            each_function,
         } => {
             let root = starter::workspace_root(cli.root.as_deref())?;
             let lessons = lessons_or_all(lessons);
             let limit = Duration::from_secs(timeout);
+            if each_function {
+                let lists = lessons
+                    .iter()
+                    .map(|l| StageList::load(&root, l))
+                    .collect::<Result<Vec<_>>>()?;
+                let target = std::env::var_os("CARGO_TARGET_DIR")
+                    .map_or_else(|| root.join("target"), PathBuf::from);
+                let all = starter::each::verify(&root, &lists, &target.join("starters"), limit)?;
+                return Ok(if all {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
             let mut problems = Vec::new();
             for lesson in &lessons {
                 let list = StageList::load(&root, lesson)?;
