@@ -185,3 +185,31 @@ fn panic_messages_are_read_from_str_and_string_payloads() {
         "the text for a payload that is neither `&str` nor `String`"
     );
 }
+
+/// Every item a thread takes is marked done, so `wait_completion` returns.
+/// Waited for with a bound, so that a thread loop that never takes an item,
+/// or never marks one done, fails here with a message instead of hanging
+/// the test run.
+#[test]
+fn wait_completion_returns_once_every_item_is_done() {
+    let (done, outcome) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let pool = ThreadPool::new(2, |_: &Queue<u32>, _| {}).unwrap();
+        for n in 0..10 {
+            pool.add_task(n).unwrap();
+        }
+        let _ = done.send(pool.wait_completion().map_err(|e| format!("{e:#}")));
+    });
+    match outcome.recv_timeout(Duration::from_secs(5)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("wait_completion failed for ten items whose work does nothing: {e}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+            "wait_completion did not return within 5 s for ten items whose work does nothing: \
+             each thread's loop (`fetcher`) must take items with `get` until it gives `None`, \
+             and mark each one done (the `TaskDone` guard calls `task_done`)"
+        ),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the thread that made the pool panicked (see its message above)")
+        }
+    }
+}
