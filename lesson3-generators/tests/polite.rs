@@ -1,11 +1,15 @@
 //! Tests of `src/polite.rs`: waiting for a URL's turn in a coroutine, on a
 //! loop whose clock the test controls (a sleep ends at once, and the times
-//! are exact).
+//! are exact). Each test is bounded (see `bound/mod.rs`): a task that is
+//! never woken would otherwise leave the loop waiting for ever.
+
+mod bound;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
+use bound::within;
 use lesson3_generators::event_loop::{EventLoop, TestClock};
 use lesson3_generators::polite::Turns;
 use lesson3_generators::sleep::sleep;
@@ -83,31 +87,54 @@ fn turns_of(
     (got, asked.get())
 }
 
+/// What to look at when a task waiting for its turn never ends.
+const NEVER_WOKEN: &str = "a task waiting for its turn was never woken. In Turns::wait, \
+    the first task for a host puts a new Future in robots_pending before it fetches, \
+    and set_result(()) on it when the rules are in; the others await a clone of it \
+    (and Future::poll must keep every awaiter's waker, not only the last). A wait for \
+    the host's slot is a sleep(..).await";
+
 #[test]
 fn one_task_fetches_robots_txt_and_the_others_await_its_future() {
-    let (got, asked) = turns_of(
-        &config(),
-        &["/a", "/no", "/b"],
-        "User-agent: *\nDisallow: /no\n",
-    );
-    assert_eq!(asked, 1, "robots.txt fetched once");
-    for (path, kind, when) in &got {
-        let expected = if *path == "/no" { "blocked" } else { "fetch" };
-        assert_eq!(kind, expected, "{path}");
-        // Everyone waited for the one answer.
-        assert_eq!(*when, Duration::from_millis(100), "{path}");
-    }
+    within(10, NEVER_WOKEN, || {
+        let (got, asked) = turns_of(
+            &config(),
+            &["/a", "/no", "/b"],
+            "User-agent: *\nDisallow: /no\n",
+        );
+        assert_eq!(
+            asked, 1,
+            "robots.txt fetches for three URLs of one host: one, the others await its future"
+        );
+        assert_eq!(got.len(), 3, "tasks that got their turn: all three");
+        for (path, kind, when) in &got {
+            let expected = if *path == "/no" { "blocked" } else { "fetch" };
+            assert_eq!(
+                kind, expected,
+                "the turn {path} got: blocked when robots.txt disallows it, else fetch"
+            );
+            // Everyone waited for the one answer.
+            assert_eq!(
+                *when,
+                Duration::from_millis(100),
+                "when {path} got its turn: when the one robots.txt fetch (100 ms) ended"
+            );
+        }
+    });
 }
 
 #[test]
 fn a_hosts_turns_are_sleeps_a_delay_apart() {
-    let mut config = config();
-    config.delay = Duration::from_millis(500);
-    let (got, _) = turns_of(&config, &["/a", "/b", "/c"], "User-agent: *\n");
-    let times: Vec<Duration> = got.iter().map(|(_, _, when)| *when).collect();
-    assert_eq!(
-        times,
-        [500, 1000, 1500].map(Duration::from_millis),
-        "{got:?}"
-    );
+    within(10, NEVER_WOKEN, || {
+        let mut config = config();
+        config.delay = Duration::from_millis(500);
+        let (got, _) = turns_of(&config, &["/a", "/b", "/c"], "User-agent: *\n");
+        let times: Vec<Duration> = got.iter().map(|(_, _, when)| *when).collect();
+        assert_eq!(
+            times,
+            [500, 1000, 1500].map(Duration::from_millis),
+            "when each of three URLs of one host got its turn, with --delay 500 ms: \
+             a slot every 500 ms, the first taken by the robots.txt request ({got:?})"
+        );
+    });
 }
