@@ -187,39 +187,62 @@ fn anchor_problem(content: &str, name: &str) -> Option<String> {
 /// mdBook's `take_anchored_lines`: the lines inside the anchor, minus any
 /// line that is itself an anchor comment.
 fn take_anchored(content: &str, name: &str) -> String {
+    let lines: Vec<&str> = content.lines().collect();
+    anchored_lines(content, name)
+        .into_iter()
+        .map(|i| lines[i])
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The 0-based numbers of the lines `take_anchored` keeps.
+fn anchored_lines(content: &str, name: &str) -> Vec<usize> {
     let mut kept = Vec::new();
     let mut inside = false;
-    for line in content.lines() {
+    for (i, line) in content.lines().enumerate() {
         if inside {
             match ANCHOR_END.captures(line) {
                 Some(c) if &c[1] == name => break,
                 Some(_) => {}
                 None if ANCHOR_START.is_match(line) => {}
-                None => kept.push(line),
+                None => kept.push(i),
             }
         } else if ANCHOR_START.captures(line).is_some_and(|c| &c[1] == name) {
             inside = true;
         }
     }
-    kept.join("\n")
+    kept
+}
+
+/// The 0-based numbers of the lines of `content` that `part` takes, in
+/// order: where each line of an included listing comes from, so that a
+/// listing can be matched with the functions whose bodies it shows.
+pub fn taken_lines(content: &str, part: &Part) -> Vec<usize> {
+    let count = content.lines().count();
+    match part {
+        Part::Whole => (0..count).collect(),
+        Part::Lines(start, end) => {
+            let s = start.unwrap_or(0);
+            let e = end.unwrap_or(count).min(count);
+            (s..e.max(s)).collect()
+        }
+        Part::Anchor(name) => anchored_lines(content, name),
+    }
 }
 
 /// The part of `content` a helper takes, as mdBook's `take_lines`.
 fn take(content: &str, part: &Part) -> String {
     match part {
+        // mdBook keeps a whole file as it is, final newline included.
         Part::Whole => content.to_string(),
-        Part::Lines(start, end) => {
-            let s = start.unwrap_or(0);
-            let lines = content.lines().skip(s);
-            match end {
-                Some(e) => lines
-                    .take(e.saturating_sub(s))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                None => lines.collect::<Vec<_>>().join("\n"),
-            }
+        _ => {
+            let lines: Vec<&str> = content.lines().collect();
+            taken_lines(content, part)
+                .into_iter()
+                .map(|i| lines[i])
+                .collect::<Vec<_>>()
+                .join("\n")
         }
-        Part::Anchor(name) => take_anchored(content, name),
     }
 }
 

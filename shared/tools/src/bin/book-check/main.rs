@@ -31,20 +31,25 @@
 //!   the page and heading its first link names;
 //! - a figure marked `<!-- from TABLE, ROW, COLUMN -->` is still what that
 //!   generated benchmark table says, so a rerun cannot leave a stale copy;
+//! - a listing of a lesson's chapter that shows any line of a function
+//!   body its starter blanks is wrapped in `<div class="lesson-code">`, for
+//!   the book's building mode to fold, and no other listing is (`--wrap`
+//!   rewrites the wrappers; `--visible-share` measures what a printed
+//!   chapter still shows, in both modes);
 //! - the generated diff pages match the code (as `lesson-diff --check`).
 //!
 //! It prints every problem as `file:line: what` and exits 1 if there is any.
 //!
 //! | module | what it does |
 //! |---|---|
-//! | [`includes`] | the `{{#…}}` helpers: parsing, anchors and line ranges, expansion |
 //! | [`markdown`] | links outside code, headings and the ids mdBook gives them |
+//! | [`building_mode`] | the building mode's wrappers: checked, rewritten, measured in print |
 //!
 //! The diff pages' generator is `lesson-diff`'s, from the crate's library
 //! ([`course_tools::lesson_diff`]), so the two programs cannot disagree
 //! about what "fresh" means.
 
-mod includes;
+mod building_mode;
 mod markdown;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -57,8 +62,8 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use regex::Regex;
 
+use course_tools::includes::{self, KNOWN_KINDS};
 use course_tools::lesson_diff::pages;
-use includes::KNOWN_KINDS;
 
 /// One thing wrong with the book.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -790,6 +795,12 @@ fn check_book(root: &Path) -> Result<Outcome> {
         None => checker.problem(&summary, 0, "missing: mdBook needs it".to_string()),
     }
 
+    // Building mode: exactly the listings that show code a starter blanks
+    // are wrapped, to be folded.
+    for (file, line, message) in building_mode::check(&root) {
+        checker.problem(&file, line, message);
+    }
+
     // The generated diff pages.
     for message in pages::check(&root)? {
         checker.outcome.problems.push(Problem {
@@ -816,17 +827,44 @@ struct Cli {
     /// current directory).
     #[arg(long)]
     root: Option<PathBuf>,
+    /// Rewrite the `<div class="lesson-code">` wrappers of the lessons'
+    /// chapters: around every listing that shows code a starter blanks, and
+    /// no other. Then check.
+    #[arg(long)]
+    wrap: bool,
+    /// Print each lesson's chapter with headless Chromium (after `mdbook
+    /// build docs`), in reading mode and with `?mode=build`, and say what
+    /// share of the blanked code lines the print shows; exit 1 if building
+    /// mode shows more than 10 % or reading mode less than 60 %.
+    #[arg(long, conflicts_with = "wrap")]
+    visible_share: bool,
 }
 
 fn main() -> ExitCode {
-    let root = <Cli as clap::Parser>::parse().root;
-    let root = match course_tools::workspace_root(root.as_deref()) {
+    let cli = <Cli as clap::Parser>::parse();
+    let root = match course_tools::workspace_root(cli.root.as_deref()) {
         Ok(root) => root,
         Err(e) => {
             eprintln!("book-check: {e:#}");
             return ExitCode::from(2);
         }
     };
+    if cli.visible_share {
+        return match building_mode::visible_share(&root) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("book-check: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if cli.wrap {
+        if let Err(e) = building_mode::wrap(&root) {
+            eprintln!("book-check: {e:#}");
+            return ExitCode::from(2);
+        }
+    }
     let outcome = match check_book(&root) {
         Ok(outcome) => outcome,
         Err(e) => {
