@@ -4,8 +4,8 @@
 //! and the socket coroutines against a local listener.
 //!
 //! The tests come in the order of the chapter (and of the starter's
-//! stages): the loop's callbacks and timers, futures, tasks, cancellation,
-//! the three small tools, the queue, then sockets. A test uses only what
+//! stages): the loop's callbacks and timers, wakers, futures, tasks,
+//! cancellation, the three small tools, the queue, then sockets. A test uses only what
 //! the stages up to its own have written.
 
 use std::cell::{Cell, RefCell};
@@ -356,6 +356,149 @@ fn close_drops_the_callbacks_and_timers_it_holds_and_refuses_new_work() {
         "run_forever on a closed loop: expected an error"
     );
     assert!(!ran.get(), "a callback scheduled after close ran");
+}
+
+// ---------------------------------------------------------------------
+// Wakers: a socket's reader and writer, and timers that wake a waker
+// ---------------------------------------------------------------------
+
+#[test]
+fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let event_loop = EventLoop::new().unwrap();
+    let mut stream = mio::net::TcpStream::connect(addr).unwrap();
+    let token = event_loop.register(&mut stream).unwrap();
+    assert_eq!(event_loop.registered(), 1, "registered after one register");
+    let (mut server, _) = listener.accept().unwrap();
+    // Nothing else to do, so a turn waits for the socket; this timer only
+    // bounds the wait if the test is broken.
+    event_loop.call_later(Duration::from_secs(10), || {});
+
+    let wakes = CountingWaker::new();
+    event_loop
+        .add_reader(token, &Waker::from(wakes.clone()))
+        .unwrap();
+    server.write_all(b"ping").unwrap();
+    event_loop.run_once().unwrap();
+    assert_eq!(
+        wakes.count(),
+        1,
+        "reader wake-ups after the peer wrote and one turn ran"
+    );
+    // Still installed: more bytes are another readiness edge, another wake-up
+    // (nobody read the first ones).
+    server.write_all(b"pong").unwrap();
+    event_loop.run_once().unwrap();
+    assert_eq!(
+        wakes.count(),
+        2,
+        "reader wake-ups after a second write: a reader stays installed until removed"
+    );
+
+    assert!(
+        event_loop.remove_reader(token),
+        "remove_reader with a reader installed should return true"
+    );
+    assert!(
+        !event_loop.remove_reader(token),
+        "remove_reader with none installed should return false"
+    );
+    // New bytes, no reader: nobody is woken (a timer ends the wait instead).
+    server.write_all(b"more").unwrap();
+    let lp = event_loop.clone();
+    event_loop.call_later(Duration::from_millis(50), move || lp.stop());
+    event_loop.run_forever().unwrap();
+    assert_eq!(
+        wakes.count(),
+        2,
+        "reader wake-ups after remove_reader and more bytes: no more"
+    );
+
+    event_loop.deregister(&mut stream, token);
+    assert_eq!(event_loop.registered(), 0, "registered after deregister");
+    assert!(
+        event_loop
+            .add_reader(token, &Waker::from(wakes.clone()))
+            .is_err(),
+        "add_reader on a deregistered token should be an error"
+    );
+    event_loop.close();
+}
+
+#[test]
+fn a_writer_is_woken_when_its_socket_is_writable_until_removed() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let event_loop = EventLoop::new().unwrap();
+    let mut stream = mio::net::TcpStream::connect(addr).unwrap();
+    let token = event_loop.register(&mut stream).unwrap();
+    let _server = listener.accept().unwrap();
+    event_loop.call_later(Duration::from_secs(10), || {});
+    let wakes = CountingWaker::new();
+    event_loop
+        .add_writer(token, &Waker::from(wakes.clone()))
+        .unwrap();
+    event_loop.run_once().unwrap();
+    assert_eq!(
+        wakes.count(),
+        1,
+        "writer wake-ups after one turn on a connected socket: writable, once"
+    );
+    assert!(
+        event_loop.remove_writer(token),
+        "remove_writer with a writer installed should return true"
+    );
+    assert!(
+        !event_loop.remove_writer(token),
+        "remove_writer with none installed should return false"
+    );
+    assert!(
+        !event_loop.remove_reader(token),
+        "remove_reader after add_writer: the writer's place is not the reader's"
+    );
+    event_loop.deregister(&mut stream, token);
+    event_loop.close();
+}
+
+/// `wake_at` is a timer whose callback is a waker: woken at the deadline,
+/// not at all once cancelled, and `set_waker` changes whom it wakes.
+#[test]
+fn wake_at_wakes_its_waker_at_the_deadline_unless_cancelled() {
+    let (event_loop, _clock) = test_loop();
+    let start = event_loop.time();
+    let (first, cancelled, moved) = (
+        CountingWaker::new(),
+        CountingWaker::new(),
+        CountingWaker::new(),
+    );
+    let at = |secs| start + Duration::from_secs(secs);
+    let timer = event_loop.wake_at(at(2), &Waker::from(first.clone()));
+    assert_eq!(
+        timer.when(),
+        at(2),
+        "WakeTimer::when: the deadline wake_at was given"
+    );
+    let dropped = event_loop.wake_at(at(1), &Waker::from(cancelled.clone()));
+    dropped.cancel();
+    assert_eq!(
+        event_loop.pending_timers(),
+        1,
+        "pending_timers after two wake_at and one cancel: a cancelled timer is removed at once"
+    );
+    let handed_on = event_loop.wake_at(at(3), &Waker::from(first.clone()));
+    handed_on.set_waker(&Waker::from(moved.clone()));
+    let lp = event_loop.clone();
+    event_loop.call_at(at(4), move || lp.stop());
+    event_loop.run_forever().unwrap();
+    assert_eq!(
+        (first.count(), cancelled.count(), moved.count()),
+        (1, 0, 1),
+        "wake-ups of (the 2 s timer's waker, the cancelled timer's, the \
+         waker set_waker gave the 3 s timer): the first is woken once by \
+         its own timer only; set_waker replaces the waker"
+    );
+    event_loop.close();
 }
 
 // ---------------------------------------------------------------------
@@ -752,8 +895,8 @@ fn cancel_reaches_a_task_waiting_on_a_future_nobody_resolves() {
     assert_eq!(
         ended,
         (true, true, false),
-        "(Task::cancelled, awaiting the task gave Err(Cancelled), a second \
-         cancel on the ended task returned true)"
+        "(Task::cancelled, awaiting the task gave Err(Cancelled), what a \
+         second cancel on the ended task returned)"
     );
     event_loop.close();
 }
@@ -825,48 +968,8 @@ fn close_drops_a_waiting_tasks_coroutine() {
 }
 
 // ---------------------------------------------------------------------
-// Three small tools: sleep (wake_at), wait_for, gather
+// Three small tools: sleep, wait_for, gather
 // ---------------------------------------------------------------------
-
-/// `wake_at` is a timer whose callback is a waker: woken at the deadline,
-/// not at all once cancelled, and `set_waker` changes whom it wakes.
-#[test]
-fn wake_at_wakes_its_waker_at_the_deadline_unless_cancelled() {
-    let (event_loop, _clock) = test_loop();
-    let start = event_loop.time();
-    let (first, cancelled, moved) = (
-        CountingWaker::new(),
-        CountingWaker::new(),
-        CountingWaker::new(),
-    );
-    let at = |secs| start + Duration::from_secs(secs);
-    let timer = event_loop.wake_at(at(2), &Waker::from(first.clone()));
-    assert_eq!(
-        timer.when(),
-        at(2),
-        "WakeTimer::when: the deadline wake_at was given"
-    );
-    let dropped = event_loop.wake_at(at(1), &Waker::from(cancelled.clone()));
-    dropped.cancel();
-    assert_eq!(
-        event_loop.pending_timers(),
-        1,
-        "pending_timers after two wake_at and one cancel: a cancelled timer is removed at once"
-    );
-    let handed_on = event_loop.wake_at(at(3), &Waker::from(first.clone()));
-    handed_on.set_waker(&Waker::from(moved.clone()));
-    let lp = event_loop.clone();
-    event_loop.call_at(at(4), move || lp.stop());
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        (first.count(), cancelled.count(), moved.count()),
-        (1, 0, 1),
-        "wake-ups of (the 2 s timer's waker, the cancelled timer's, the \
-         waker set_waker gave the 3 s timer): the first is woken once by \
-         its own timer only; set_waker replaces the waker"
-    );
-    event_loop.close();
-}
 
 #[test]
 fn sleep_takes_loop_time_not_real_time() {
@@ -892,17 +995,20 @@ fn sleep_takes_loop_time_not_real_time() {
 #[test]
 fn a_sleep_polled_again_by_another_waker_wakes_that_one() {
     let (event_loop, _clock) = test_loop();
-    let outcome = event_loop.run_until_complete(async {
-        let lp = get_running_loop();
-        // Bounds the test if the task is never woken.
-        let stopper = lp.clone();
-        lp.call_later(Duration::from_secs(60), move || stopper.stop());
-        let mut nap = sleep(Duration::from_secs(5));
-        let other = Waker::from(CountingWaker::new());
-        let first = std::future::Future::poll(Pin::new(&mut nap), &mut Context::from_waker(&other));
-        assert!(first.is_pending(), "a 5 s sleep was over at its first poll");
-        nap.await
-    });
+    let outcome = event_loop
+        .run_until_complete(async {
+            let lp = get_running_loop();
+            // Bounds the test if the task is never woken.
+            let stopper = lp.clone();
+            lp.call_later(Duration::from_secs(60), move || stopper.stop());
+            let mut nap = sleep(Duration::from_secs(5));
+            let other = Waker::from(CountingWaker::new());
+            let first =
+                std::future::Future::poll(Pin::new(&mut nap), &mut Context::from_waker(&other));
+            assert!(first.is_pending(), "a 5 s sleep was over at its first poll");
+            nap.await
+        })
+        .map_err(|err| err.to_string());
     assert!(
         outcome.is_ok(),
         "a sleep polled first with another waker, then awaited by the task, \
@@ -1314,107 +1420,8 @@ fn a_cancelled_getter_does_not_swallow_an_item() {
 }
 
 // ---------------------------------------------------------------------
-// Sockets as coroutines, and the readers and writers under them
+// Sockets as coroutines
 // ---------------------------------------------------------------------
-
-#[test]
-fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let event_loop = EventLoop::new().unwrap();
-    let mut stream = mio::net::TcpStream::connect(addr).unwrap();
-    let token = event_loop.register(&mut stream).unwrap();
-    assert_eq!(event_loop.registered(), 1, "registered after one register");
-    let (mut server, _) = listener.accept().unwrap();
-    // Nothing else to do, so a turn waits for the socket; this timer only
-    // bounds the wait if the test is broken.
-    event_loop.call_later(Duration::from_secs(10), || {});
-
-    let wakes = CountingWaker::new();
-    event_loop
-        .add_reader(token, &Waker::from(wakes.clone()))
-        .unwrap();
-    server.write_all(b"ping").unwrap();
-    event_loop.run_once().unwrap();
-    assert_eq!(
-        wakes.count(),
-        1,
-        "reader wake-ups after the peer wrote and one turn ran"
-    );
-    // Still installed: more bytes are another readiness edge, another wake-up
-    // (nobody read the first ones).
-    server.write_all(b"pong").unwrap();
-    event_loop.run_once().unwrap();
-    assert_eq!(
-        wakes.count(),
-        2,
-        "reader wake-ups after a second write: a reader stays installed until removed"
-    );
-
-    assert!(
-        event_loop.remove_reader(token),
-        "remove_reader with a reader installed should return true"
-    );
-    assert!(
-        !event_loop.remove_reader(token),
-        "remove_reader with none installed should return false"
-    );
-    // New bytes, no reader: nobody is woken (a timer ends the wait instead).
-    server.write_all(b"more").unwrap();
-    let lp = event_loop.clone();
-    event_loop.call_later(Duration::from_millis(50), move || lp.stop());
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        wakes.count(),
-        2,
-        "reader wake-ups after remove_reader and more bytes: no more"
-    );
-
-    event_loop.deregister(&mut stream, token);
-    assert_eq!(event_loop.registered(), 0, "registered after deregister");
-    assert!(
-        event_loop
-            .add_reader(token, &Waker::from(wakes.clone()))
-            .is_err(),
-        "add_reader on a deregistered token should be an error"
-    );
-    event_loop.close();
-}
-
-#[test]
-fn a_writer_is_woken_when_its_socket_is_writable_until_removed() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let event_loop = EventLoop::new().unwrap();
-    let mut stream = mio::net::TcpStream::connect(addr).unwrap();
-    let token = event_loop.register(&mut stream).unwrap();
-    let _server = listener.accept().unwrap();
-    event_loop.call_later(Duration::from_secs(10), || {});
-    let wakes = CountingWaker::new();
-    event_loop
-        .add_writer(token, &Waker::from(wakes.clone()))
-        .unwrap();
-    event_loop.run_once().unwrap();
-    assert_eq!(
-        wakes.count(),
-        1,
-        "writer wake-ups after one turn on a connected socket: writable, once"
-    );
-    assert!(
-        event_loop.remove_writer(token),
-        "remove_writer with a writer installed should return true"
-    );
-    assert!(
-        !event_loop.remove_writer(token),
-        "remove_writer with none installed should return false"
-    );
-    assert!(
-        !event_loop.remove_reader(token),
-        "remove_reader after add_writer: the writer's place is not the reader's"
-    );
-    event_loop.deregister(&mut stream, token);
-    event_loop.close();
-}
 
 #[test]
 fn sockets_connect_write_and_read_through_the_loop() {
