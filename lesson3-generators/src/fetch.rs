@@ -173,17 +173,21 @@ impl Fetcher {
     // ANCHOR_END: outcome
 }
 
+// ANCHOR: timed_out
 /// The error of a fetch that lost its race against the deadline.
 pub fn timed_out(timeout: Duration) -> anyhow::Error {
     FetchError::new(FailKind::Timeout, format!("timed out after {timeout:?}")).into()
 }
+// ANCHOR_END: timed_out
 
+// ANCHOR: out_of_descriptors
 /// Did the process run out of descriptors somewhere in this chain?
 fn is_out_of_descriptors(err: &anyhow::Error) -> bool {
     err.chain()
         .filter_map(|cause| cause.downcast_ref::<io::Error>())
         .any(net::is_out_of_descriptors)
 }
+// ANCHOR_END: out_of_descriptors
 
 // ANCHOR: connect
 /// Connect to the first of `addrs` that accepts (`localhost` may give `::1`
@@ -237,11 +241,13 @@ pub async fn read_all(sock: &mut Socket, limits: Limits) -> anyhow::Result<Respo
 }
 // ANCHOR_END: read
 
+// ANCHOR: io_error
 /// An I/O error after the connect, as the report's error (which drops the
 /// ` (os error N)` that `io::Error` would print).
 pub fn io_error(err: io::Error) -> anyhow::Error {
     FetchError::from_io(&err, false).into()
 }
+// ANCHOR_END: io_error
 
 // ANCHOR: in_flight
 /// Counts fetches in flight, and remembers the most there ever were at once:
