@@ -169,3 +169,43 @@ fn the_request_is_http_1_0_for_the_path() {
         "{request}"
     );
 }
+
+/// The fetch names its phases for `--trace` as it goes (`trace::phase`):
+/// `resolve`, `connect`, `send`, `wait`, then `read`, which the shared
+/// parser marks when the first bytes arrive. The crawler runs the fetch
+/// inside the URL's span, and the trace shows the phases inside its bar.
+#[test]
+fn a_fetch_marks_its_phases_for_the_trace_in_order() {
+    use shared::trace::{Lane, Trace};
+    let (url, _keep) = serve_once(|mut sock, _hold| {
+        let mut request = [0u8; 1024];
+        let _ = sock.read(&mut request);
+        let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>");
+    });
+    let trace = Trace::capture("phases");
+    let span = trace.fetch(url.as_str(), Lane::Thread);
+    let response = span.in_scope(|| get_with(&url, Duration::from_secs(10)));
+    let status = response.as_ref().map(|r| r.status).ok();
+    span.end(&shared::FetchStatistic {
+        url: url.to_string(),
+        status,
+        ..Default::default()
+    });
+    trace
+        .finish()
+        .expect("a trace in memory cannot fail to write");
+    let text = trace.captured().expect("a captured trace");
+    let file = trace_check::TraceFile::parse(&text).expect("a valid trace");
+    let fetch = file.fetches().next().expect("the fetch's slice");
+    let phases: Vec<&str> = file
+        .phases_of(fetch)
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        phases,
+        ["resolve", "connect", "send", "wait", "read"],
+        "the phases the fetch marked, in order: `get` marks `resolve` and `connect` as it \
+         starts each step, `exchange` marks `send` and then `wait`, and the parser marks `read`"
+    );
+}

@@ -296,3 +296,51 @@ fn in_flight_counts_the_peak_not_the_total() {
         "`peak`: the most in flight at once (2), not the number started (3)"
     );
 }
+
+/// The fetch names its phases for `--trace` as it goes, each from the
+/// callback that starts it: `resolve` and `connect` from `fetch`, `send`
+/// once connected, `wait` once the request is out, then `read`, which the
+/// shared parser marks when the first bytes arrive. The callbacks `bind`
+/// makes enter the fetch's span, so the phases land inside its bar.
+#[test]
+fn a_fetch_marks_its_phases_for_the_trace_in_order() {
+    use shared::trace::{Lane, Trace};
+    let (addr, server) = server(|mut conn| {
+        read_request(&mut conn);
+        conn.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\nhello")
+            .unwrap();
+    });
+    let url = format!("http://{addr}/");
+    let trace = Trace::capture("phases");
+    let span = trace.fetch(&url, Lane::Lowest);
+    let event_loop = EventLoop::new().unwrap();
+    let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(10));
+    span.in_scope(|| fetcher.borrow_mut().fetch(span.clone()));
+    drop(fetcher);
+    event_loop.run_forever().unwrap();
+    server.join().unwrap();
+    let status = response(outcome.take().expect("done was called")).status;
+    span.end(&shared::FetchStatistic {
+        url: url.clone(),
+        status: Some(status),
+        ..Default::default()
+    });
+    trace
+        .finish()
+        .expect("a trace in memory cannot fail to write");
+    let text = trace.captured().expect("a captured trace");
+    let file = trace_check::TraceFile::parse(&text).expect("a valid trace");
+    let fetch = file.fetches().next().expect("the fetch's slice");
+    let phases: Vec<&str> = file
+        .phases_of(fetch)
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        phases,
+        ["resolve", "connect", "send", "wait", "read"],
+        "the phases the fetch marked, in order: `fetch` marks `resolve`, `connect_any` \
+         `connect`, `connected` marks `send` once connected, `send_request` marks `wait` \
+         once the whole request is out, and the parser marks `read`"
+    );
+}
