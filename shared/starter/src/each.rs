@@ -508,7 +508,7 @@ pub fn verify_lesson(
         Ok(exes) => exes,
         Err(errors) => {
             report.problems.push(format!(
-                "{}: the switched copy in {} does not compile (each.rs's switches are wrong):\n{errors}",
+                "{}: the switched copy in {} does not compile, so no function was checked; cargo says:\n{errors}",
                 list.lesson,
                 scratch.display()
             ));
@@ -560,6 +560,14 @@ pub fn verify_lesson(
         unique.len(),
         secs(green_started.elapsed())
     ));
+    let mut slowest: Vec<(&(String, String), &Duration)> = times.iter().collect();
+    slowest.sort_by_key(|(_, took)| std::cmp::Reverse(**took));
+    let slowest: Vec<String> = slowest
+        .iter()
+        .take(3)
+        .map(|((target, name), took)| format!("{target}::{name} {}", secs(**took)))
+        .collect();
+    say(&format!("   slowest: {}", slowest.join(", ")));
     for problem in red_green {
         report.problems.push(format!(
             "{}: with no blank switched on, a test fails, so the functions of its stage cannot be checked by it: {problem}",
