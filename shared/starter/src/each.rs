@@ -12,10 +12,14 @@
 //! and each function a stage blanks gets a switch as its first statement:
 //!
 //! ```text
-//! fn put(&self, item: T) { { static ON: OnceLock<bool> = …;
-//!     if *ON.get_or_init(|| STARTER_BLANK == "queue.rs: Queue::put") { todo!("stage 2: …") } }
+//! fn put(&self, item: T) { { static STARTER_BLANK: OnceLock<bool> = …;
+//!     if *STARTER_BLANK.get_or_init(|| $STARTER_BLANK == "queue.rs: Queue::put") { todo!("stage 2: …") } }
 //!     …the lesson's body, unchanged…
 //! ```
+//!
+//! (A function returning `impl Future` gets it inside its `async move`
+//! block, so that, as in a starter, calling it is harmless and polling it
+//! panics.)
 //!
 //! One build per lesson then serves every function: a run with
 //! `STARTER_BLANK=ID` in its environment behaves as the lesson with only
@@ -740,6 +744,11 @@ pub fn verify(
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut reports = Vec::new();
     for list in lists {
+        // A fixed place in the starters' target directory, not a fresh
+        // temporary one: cargo keys a crate's artifacts by its path, so a
+        // new path each run would leave a new set of test binaries behind
+        // each time, and an unchanged copy (files rewritten only when they
+        // differ) is not built again.
         let scratch = target_dir.join("each").join(&list.lesson);
         reports.push(verify_lesson(
             root, list, &scratch, target_dir, limit, jobs,
