@@ -17,7 +17,9 @@
 //!   every other listing still shows; the contracts show;
 //! - a fold's button shows its listing;
 //! - the mode is remembered on the next page, and `?mode=read` /
-//!   `?mode=build` in a link set it.
+//!   `?mode=build` in a link set it;
+//! - with the page's scripts off, even `?mode=build` reads as the book
+//!   always has.
 //!
 //! Ignored by default, since it needs a browser and the built book;
 //! `.ci/run` installs Chromium and runs it after `mdbook build docs`.
@@ -27,6 +29,7 @@ use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use headless_chrome::protocol::cdp::Emulation;
 use headless_chrome::{Browser, LaunchOptions, Tab};
 use serde_json::Value;
 
@@ -378,4 +381,24 @@ fn building_mode_folds_exactly_the_blanked_listings() {
         Some(true),
         "?mode=build: the switch shows it on"
     );
+
+    // Without scripts the book reads as it always has, whatever the link
+    // or the stored choice says: nothing folded, no contracts, no switch.
+    let plain = browser.new_tab().expect("a second tab");
+    plain
+        .call_method(Emulation::SetScriptExecutionDisabled { value: true })
+        .expect("turn the page's scripts off");
+    let url = format!("http://{addr}/lesson1.html?mode=build");
+    plain
+        .navigate_to(&url)
+        .and_then(|t| t.wait_until_navigated())
+        .unwrap_or_else(|e| panic!("open {url}: {e:#}"));
+    let mut unscripted = read(&plain);
+    assert_eq!(
+        unscripted.switch, None,
+        "without scripts there is no switch"
+    );
+    // The switch's absence aside, it must read as reading mode does.
+    unscripted.switch = Some(false);
+    assert_reading_mode(&unscripted, &expected, "scripts off, ?mode=build");
 }
