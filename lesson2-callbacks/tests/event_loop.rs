@@ -332,3 +332,105 @@ fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
         "`run_forever` on a closed loop must be an error"
     );
 }
+
+/// A `Handle` from `call_soon` can be cancelled before its turn: it never
+/// runs, says it was cancelled, and its callback (with what it captured) is
+/// dropped at the cancel, not when the loop gets to it.
+#[test]
+fn a_cancelled_call_soon_never_runs_and_its_callback_is_dropped_at_once() {
+    let event_loop = EventLoop::new().unwrap();
+    let ran = Rc::new(Cell::new(false));
+    let flag = Rc::clone(&ran);
+    let handle = event_loop.call_soon(move || flag.set(true));
+    assert!(
+        !handle.cancelled(),
+        "`cancelled()` of a handle nobody cancelled"
+    );
+    handle.cancel();
+    assert!(handle.cancelled(), "`cancelled()` right after `cancel()`");
+    assert_eq!(
+        Rc::strong_count(&ran),
+        1,
+        "references to what the callback captured after `cancel()`: only the test's \
+         (`Handle::cancel` must drop the callback at once)"
+    );
+    handle.cancel();
+    event_loop.run_forever().unwrap();
+    assert!(!ran.get(), "a cancelled handle's callback ran");
+}
+
+/// `close` drops whatever the loop still holds — callbacks waiting for
+/// their turn and the readers of registered sockets — and a closed loop
+/// takes no new work: `call_soon` gives a handle cancelled at once,
+/// `register` and `run_forever` refuse.
+#[test]
+fn close_drops_the_ready_callbacks_and_the_readers_and_refuses_new_work() {
+    let event_loop = EventLoop::new().unwrap();
+    let held = Rc::new(());
+    let (in_ready, in_reader) = (Rc::clone(&held), Rc::clone(&held));
+    event_loop.call_soon(move || drop(in_ready));
+    let (mut client, _server) = socket_pair();
+    let token = event_loop.register(&mut client).unwrap();
+    event_loop
+        .add_reader(token, move || {
+            let _ = &in_reader;
+        })
+        .unwrap();
+    event_loop.close();
+    assert!(event_loop.is_closed(), "`is_closed()` after `close()`");
+    assert_eq!(
+        Rc::strong_count(&held),
+        1,
+        "references to what the callbacks captured after `close()`: only the test's \
+         (`close` must drop the ready queue and the sockets' readers and writers)"
+    );
+    let after = Rc::clone(&held);
+    let handle = event_loop.call_soon(move || drop(after));
+    assert!(
+        handle.cancelled(),
+        "a handle `call_soon` gives on a closed loop: cancelled at once"
+    );
+    assert_eq!(
+        Rc::strong_count(&held),
+        1,
+        "references after a `call_soon` on a closed loop: its callback must be dropped at once"
+    );
+    let (mut other, _server2) = socket_pair();
+    assert!(
+        event_loop.register(&mut other).is_err(),
+        "`register` on a closed loop must be refused"
+    );
+    assert!(
+        event_loop.run_forever().is_err(),
+        "`run_forever` on a closed loop must be refused"
+    );
+}
+
+/// A `TimerHandle` says when it is due, and whether it was cancelled.
+#[test]
+fn a_timer_handle_says_when_it_is_due_and_whether_it_was_cancelled() {
+    let clock = TestClock::new();
+    let event_loop = EventLoop::with_clock(clock.clone()).unwrap();
+    let start = event_loop.time();
+    let at = start + Duration::from_secs(5);
+    let timer = event_loop.call_at(at, || {});
+    assert_eq!(
+        timer.when(),
+        at,
+        "`when()` of a timer set with `call_at(at, …)`"
+    );
+    let later = event_loop.call_later(Duration::from_secs(2), || {});
+    assert_eq!(
+        later.when(),
+        start + Duration::from_secs(2),
+        "`when()` of a timer set with `call_later(2 s, …)`: the loop's time plus 2 s"
+    );
+    assert!(
+        !timer.cancelled(),
+        "`cancelled()` of a timer nobody cancelled"
+    );
+    timer.cancel();
+    assert!(timer.cancelled(), "`cancelled()` right after `cancel()`");
+    assert!(!later.cancelled(), "cancelling one timer cancelled another");
+    later.cancel();
+}

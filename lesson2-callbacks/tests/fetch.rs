@@ -344,3 +344,28 @@ fn a_fetch_marks_its_phases_for_the_trace_in_order() {
          once the whole request is out, and the parser marks `read`"
     );
 }
+
+/// A server that drops the connection while the request is still being
+/// written: the next write fails (the connection was reset), and the fetch
+/// ends with that error, as `reset`, instead of waiting for its deadline.
+#[test]
+fn a_connection_reset_while_the_request_is_written_is_a_reset() {
+    // 16 MiB cannot fit in loopback's buffers: the fetch is still writing
+    // when the server closes without reading, which resets the connection.
+    let path = "a".repeat(16 << 20);
+    let (addr, server) = server(|conn| {
+        thread::sleep(Duration::from_millis(100));
+        drop(conn);
+    });
+    let err = error(fetch_one(
+        &format!("http://{addr}/{path}"),
+        Duration::from_secs(10),
+    ));
+    server.join().unwrap();
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "the error kind of a fetch whose request write failed (the server reset the \
+         connection): `send_request` must end the fetch with the write's error (`fail`); {err}"
+    );
+}
