@@ -189,41 +189,23 @@ fn manifest(root: &Path, list: &StageList, through: usize) -> Result<String> {
     metadata["starter"] = Item::Table(meta);
     package["metadata"] = Item::Table(metadata);
 
-    // Dependencies taken from [workspace.dependencies], paths made absolute.
-    for section in ["dependencies", "dev-dependencies"] {
-        let Some(table) = doc.get_mut(section).and_then(Item::as_table_mut) else {
-            continue;
-        };
-        let keys: Vec<String> = table.iter().map(|(k, _)| k.to_string()).collect();
-        for key in keys {
-            if !inherits(&table[&key]) {
-                continue;
-            }
-            let from_ws = ws
-                .get("dependencies")
-                .and_then(|d| d.get(&key))
-                .with_context(|| format!("[workspace.dependencies] has no {key}"))?;
-            let mut dep = match from_ws.as_value() {
-                Some(Value::String(v)) => {
-                    let mut t = toml_edit::InlineTable::new();
-                    t.insert("version", Value::from(v.value().as_str()));
-                    t
-                }
-                Some(Value::InlineTable(t)) => t.clone(),
-                _ => bail!("[workspace.dependencies] {key}: not a version or inline table"),
-            };
-            if let Some(path) = dep.get("path").and_then(Value::as_str) {
-                let absolute = root.join(path).to_string_lossy().into_owned();
-                dep.insert("path", Value::from(absolute));
-            }
-            // Keys the lesson adds (features, optional) stay.
-            if let Some(own) = table[&key].as_inline_table() {
-                for (k, v) in own.iter().filter(|(k, _)| *k != "workspace") {
-                    dep.insert(k, v.clone());
+    // Every table of dependencies, the platform-specific ones included:
+    // what they take from the workspace written out, and every path made
+    // absolute, so that the starter builds wherever it is written, with
+    // nothing beside it.
+    let crate_dir = list.crate_dir(root);
+    for kind in DEPENDENCY_TABLES {
+        if let Some(table) = doc.get_mut(kind).and_then(Item::as_table_like_mut) {
+            standalone_dependencies(table, ws, root, &crate_dir)?;
+        }
+    }
+    if let Some(targets) = doc.get_mut("target").and_then(Item::as_table_like_mut) {
+        for (_, platform) in targets.iter_mut() {
+            for kind in DEPENDENCY_TABLES {
+                if let Some(table) = platform.get_mut(kind).and_then(Item::as_table_like_mut) {
+                    standalone_dependencies(table, ws, root, &crate_dir)?;
                 }
             }
-            dep.fmt();
-            table[&key] = Item::Value(Value::InlineTable(dep));
         }
     }
 
@@ -257,6 +239,81 @@ fn manifest(root: &Path, list: &StageList, through: usize) -> Result<String> {
         .set_prefix("\n# A workspace of its own, so that this crate builds wherever it is.\n");
     doc["workspace"] = Item::Table(own);
     Ok(doc.to_string())
+}
+
+/// The tables of a manifest that list dependencies.
+const DEPENDENCY_TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+
+/// One table of dependencies made to stand alone: an entry inherited from
+/// `[workspace.dependencies]` is written out, its `path` resolved against
+/// the checkout's root; the lesson's own `path` (lesson 3's
+/// `lesson1-threadpool = { path = "../lesson1-threadpool" }`) is resolved
+/// against the lesson's directory. Both are written absolute.
+fn standalone_dependencies(
+    table: &mut dyn toml_edit::TableLike,
+    ws: &Table,
+    root: &Path,
+    crate_dir: &Path,
+) -> Result<()> {
+    let keys: Vec<String> = table.iter().map(|(k, _)| k.to_string()).collect();
+    for key in keys {
+        let item = table.get_mut(&key).context("a key just listed")?;
+        if !inherits(item) {
+            if let Some(dep) = item.as_table_like_mut() {
+                if let Some(path) = dep.get("path").and_then(Item::as_str) {
+                    let absolute = absolute(crate_dir, path);
+                    let decor = dep
+                        .get("path")
+                        .and_then(Item::as_value)
+                        .map(|v| v.decor().clone());
+                    let mut value = Value::from(absolute);
+                    if let Some(decor) = decor {
+                        *value.decor_mut() = decor;
+                    }
+                    dep.insert("path", Item::Value(value));
+                }
+            }
+            continue;
+        }
+        let from_ws = ws
+            .get("dependencies")
+            .and_then(|d| d.get(&key))
+            .with_context(|| format!("[workspace.dependencies] has no {key}"))?;
+        let mut dep = match from_ws.as_value() {
+            Some(Value::String(v)) => {
+                let mut t = toml_edit::InlineTable::new();
+                t.insert("version", Value::from(v.value().as_str()));
+                t
+            }
+            Some(Value::InlineTable(t)) => t.clone(),
+            _ => bail!("[workspace.dependencies] {key}: not a version or inline table"),
+        };
+        if let Some(path) = dep.get("path").and_then(Value::as_str) {
+            dep.insert("path", Value::from(absolute(root, path)));
+        }
+        // Keys the lesson adds (features, optional) stay.
+        if let Some(own) = item.as_table_like() {
+            for (k, v) in own.iter().filter(|(k, _)| *k != "workspace") {
+                if let Some(v) = v.as_value() {
+                    dep.insert(k, v.clone());
+                }
+            }
+        }
+        dep.fmt();
+        *item = Item::Value(Value::InlineTable(dep));
+    }
+    Ok(())
+}
+
+/// `path` as an absolute path, resolved against `base` when relative;
+/// without `..` when the place exists.
+fn absolute(base: &Path, path: &str) -> String {
+    let joined = base.join(path);
+    joined
+        .canonicalize()
+        .unwrap_or(joined)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Whether a manifest entry is `workspace = true`.

@@ -400,10 +400,16 @@ fn verify(
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    // One scratch directory per lesson, rewritten for each stage, and one
-    // target directory for every starter: their dependencies build once.
+    // One target directory for every starter: their dependencies build
+    // once. The starter itself is written where a learner's would be: alone
+    // in a fresh directory outside the checkout (rewritten for each stage),
+    // so that a manifest pointing at a path beside it cannot build here.
     let starters_target = target.join("starters");
-    let scratch = starters_target.join("scratch").join(&list.lesson);
+    let alone = tempfile::Builder::new()
+        .prefix(&format!("starter-{}-", list.lesson))
+        .tempdir()
+        .context("make a temporary directory for the starters")?;
+    let scratch = alone.path().join(&list.lesson);
 
     println!("== {} ({m} stages)", list.lesson);
     let lesson_dir = list.crate_dir(root);

@@ -41,6 +41,12 @@ pub fn build_tests(
     if let Some(target_dir) = target_dir {
         cmd.env("CARGO_TARGET_DIR", target_dir);
     }
+    let shared_target = target_dir
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from));
+    if let Some(shared_target) = shared_target {
+        forget_own_build(&shared_target, dir)?;
+    }
     let out = cmd
         .stdin(Stdio::null())
         .output()
@@ -64,6 +70,71 @@ pub fn build_tests(
         }
     }
     Ok(Ok(exes))
+}
+
+/// Makes cargo build the crate at `dir` again in the target directory
+/// `target_dir`, which other copies of the same lesson may share (verify's
+/// starters, CI's, a learner's own `CARGO_TARGET_DIR`).
+///
+/// Copies of one lesson share their crate's name, so cargo gives their
+/// builds the same names in a shared target directory, and may take another
+/// copy's build for this one's: its record of the sources it read can name
+/// the other copy's files (when they sit inside the target directory), or
+/// be newer than these files. Forgetting the crate's own records (its
+/// `.fingerprint` entries) makes cargo compile the crate again; its
+/// dependencies stay built. Two copies built at the same moment can still
+/// overwrite each other's test binaries: give each its own target directory
+/// then.
+///
+/// The records are removed under cargo's own lock of the directory
+/// (`debug/.cargo-lock`), so that a build running beside this one, of
+/// another copy, is never left without the records it is writing.
+pub fn forget_own_build(target_dir: &Path, dir: &Path) -> Result<()> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("read {}", manifest.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("parse {}", manifest.display()))?;
+    let Some(name) = doc
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+    else {
+        return Ok(());
+    };
+    // `cargo test` builds with the `test` profile, whose files are in `debug`.
+    let fingerprints = target_dir.join("debug/.fingerprint");
+    if !fingerprints.is_dir() {
+        return Ok(());
+    }
+    let lock_path = target_dir.join("debug/.cargo-lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("open {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("lock {}", lock_path.display()))?;
+    let entries = std::fs::read_dir(&fingerprints)
+        .with_context(|| format!("read {}", fingerprints.display()))?;
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(hash) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(name))
+            .and_then(|rest| rest.strip_prefix('-'))
+        else {
+            continue;
+        };
+        // Only `NAME-HASH`, not another crate whose name starts with NAME.
+        if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    // Dropping `lock` lets cargo have the directory again.
+    drop(lock);
+    Ok(())
 }
 
 /// The compiler's errors, without the lines of crates that built fine.
@@ -412,4 +483,48 @@ pub fn check(
         outcomes,
         build_errors: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_crates_own_build_records_are_forgotten() {
+        let target = tempfile::tempdir().unwrap();
+        let krate = tempfile::tempdir().unwrap();
+        std::fs::write(
+            krate.path().join("Cargo.toml"),
+            "[package]\nname = \"lesson2-callbacks\"\n",
+        )
+        .unwrap();
+        let fingerprints = target.path().join("debug/.fingerprint");
+        let names = [
+            "lesson2-callbacks-0123456789abcdef",
+            "lesson2-callbacks-fedcba9876543210",
+            "lesson2-callbacks-extra-0123456789abcdef",
+            "lesson2-0123456789abcdef",
+            "shared-0123456789abcdef",
+        ];
+        for name in names {
+            std::fs::create_dir_all(fingerprints.join(name)).unwrap();
+        }
+        forget_own_build(target.path(), krate.path()).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&fingerprints)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "lesson2-0123456789abcdef",
+                "lesson2-callbacks-extra-0123456789abcdef",
+                "shared-0123456789abcdef"
+            ],
+            "the crate's own records go, every other crate's stay"
+        );
+        // A target directory with nothing built yet is no error.
+        forget_own_build(&target.path().join("none"), krate.path()).unwrap();
+    }
 }

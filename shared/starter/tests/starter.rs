@@ -230,3 +230,101 @@ fn one_binary_serves_the_checkout_it_is_run_in() {
         .unwrap()
         .contains("the second checkout"));
 }
+
+/// Every `path = "..."` in a manifest, with the table it is in.
+fn paths_in(value: &toml::Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, v) in table {
+                let here = format!("{at}.{key}");
+                match (key.as_str(), v) {
+                    ("path", toml::Value::String(p)) => out.push((here, p.clone())),
+                    _ => paths_in(v, &here, out),
+                }
+            }
+        }
+        toml::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                paths_in(v, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A starter written into a lone empty directory, with nothing beside it,
+/// points at nothing relative to where it was written: every dependency's
+/// path is absolute and is a crate; any other path is a file of its own.
+#[test]
+fn every_starters_manifest_points_only_at_absolute_paths_or_its_own_files() {
+    for lesson in ["1", "2", "3", "4"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("alone");
+        let out = starter(&checkout(), &["new", lesson, dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let parsed: toml::Value = toml::from_str(&manifest).unwrap();
+        let mut paths = Vec::new();
+        paths_in(&parsed, "", &mut paths);
+        let mut dependencies = 0;
+        for (at, path) in &paths {
+            let is_dependency = at.contains("dependencies.");
+            if is_dependency {
+                dependencies += 1;
+                assert!(
+                    Path::new(path).is_absolute(),
+                    "lesson {lesson}: {at} = {path:?} is relative to where the starter was written:\n{manifest}"
+                );
+                assert!(
+                    Path::new(path).join("Cargo.toml").is_file(),
+                    "lesson {lesson}: {at} = {path:?} is not a crate"
+                );
+                assert!(
+                    !path.contains(".."),
+                    "lesson {lesson}: {at} = {path:?} is not written plainly"
+                );
+            } else {
+                assert!(
+                    dir.join(path).is_file(),
+                    "lesson {lesson}: {at} = {path:?} is not a file of the starter"
+                );
+            }
+        }
+        assert!(
+            dependencies >= 1,
+            "lesson {lesson}: no dependency by path (`shared` at least):\n{manifest}"
+        );
+    }
+}
+
+/// Lessons 2 and 3 test against the lessons before them (dev-dependencies
+/// by path): their starters, alone in a directory outside the checkout,
+/// still compile, tests and all. The target directory is this test's own
+/// (a check builds nothing `starter verify` could reuse), kept between runs
+/// so the dependencies build once.
+#[test]
+fn a_starter_that_uses_an_earlier_lesson_compiles_alone() {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| checkout().join("target"), PathBuf::from)
+        .join("starter-tests");
+    for lesson in ["2", "3"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join(format!("my-lesson{lesson}"));
+        let out = starter(&checkout(), &["new", lesson, dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        // A copy of the lesson built there before must not pass for this one.
+        starter::run::forget_own_build(&target, &dir).unwrap();
+        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["check", "--tests", "--quiet"])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .expect("run cargo check");
+        assert!(
+            out.status.success(),
+            "lesson {lesson}'s starter, alone in {}, does not compile:\n{}",
+            dir.display(),
+            text(&out.stderr)
+        );
+    }
+}
