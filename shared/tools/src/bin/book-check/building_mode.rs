@@ -171,13 +171,19 @@ fn squeezed(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-/// How many of `lines` appear in `printed`.
-fn visible(lines: &BTreeSet<String>, printed: &str) -> usize {
+/// Which of `lines` appear in `printed`.
+fn printed_lines<'a>(lines: &'a BTreeSet<String>, printed: &str) -> Vec<&'a str> {
     let printed = squeezed(printed);
     lines
         .iter()
         .filter(|line| printed.contains(&squeezed(line)))
-        .count()
+        .map(String::as_str)
+        .collect()
+}
+
+/// How many of `lines` appear in `printed`.
+fn visible(lines: &BTreeSet<String>, printed: &str) -> usize {
+    printed_lines(lines, printed).len()
 }
 
 /// The highest share of blanked lines building mode may leave visible, and
@@ -190,7 +196,7 @@ pub const READING_AT_LEAST: f64 = 60.0;
 /// reading mode and with `?mode=build`; fails if a share misses its bound.
 /// The last two columns count every non-trivial line of the blanked
 /// bodies, whether a listing shows it or not, for comparison.
-pub fn visible_share(root: &Path) -> Result<bool> {
+pub fn visible_share(root: &Path, show_lines: bool) -> Result<bool> {
     let book = root.join("docs/book");
     if !book.join("index.html").is_file() {
         bail!(
@@ -248,6 +254,13 @@ pub fn visible_share(root: &Path) -> Result<bool> {
             all.len(),
         );
         sound &= r >= READING_AT_LEAST && b <= BUILDING_AT_MOST;
+        if show_lines {
+            // Mostly short lines that prose or an unfolded listing also
+            // has; a long one here is a listing that escaped its fold.
+            for line in printed_lines(&lines, &building_text) {
+                println!("|   | still printed in building mode: `{line}` | | | | |");
+            }
+        }
     }
     Ok(sound)
 }

@@ -838,6 +838,10 @@ struct Cli {
     /// mode shows more than 10 % or reading mode less than 60 %.
     #[arg(long, conflicts_with = "wrap")]
     visible_share: bool,
+    /// With --visible-share: list the blanked lines building mode still
+    /// prints (found in prose or in a listing not folded).
+    #[arg(long, requires = "visible_share")]
+    show_lines: bool,
 }
 
 fn main() -> ExitCode {
@@ -850,7 +854,7 @@ fn main() -> ExitCode {
         }
     };
     if cli.visible_share {
-        return match building_mode::visible_share(&root) {
+        return match building_mode::visible_share(&root, cli.show_lines) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {
