@@ -204,6 +204,67 @@ fn write_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
     Ok(())
 }
 
+/// The switched copy's directory, held by one run at a time: a directory
+/// `SCRATCH.lock` holding the owner's process id. A lock whose owner has
+/// ended (stopped with Ctrl-C, say) is taken over.
+struct ScratchLock(PathBuf);
+
+impl ScratchLock {
+    fn take(scratch: &Path) -> Result<ScratchLock> {
+        let mut name = scratch.as_os_str().to_owned();
+        name.push(".lock");
+        let lock = PathBuf::from(name);
+        if let Some(parent) = lock.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("create {}", parent.display()))?;
+        }
+        let mut waited = false;
+        loop {
+            match std::fs::create_dir(&lock) {
+                Ok(()) => {
+                    std::fs::write(lock.join("pid"), std::process::id().to_string())?;
+                    return Ok(ScratchLock(lock));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).with_context(|| format!("create {}", lock.display())),
+            }
+            let owner = std::fs::read_to_string(lock.join("pid")).unwrap_or_default();
+            let alive = !owner.trim().is_empty()
+                && Command::new("kill")
+                    .args(["-0", owner.trim()])
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+            // An empty pid file may be one being written this instant: it
+            // counts as stale only if it stays empty.
+            let stale = !alive
+                && (!owner.trim().is_empty()
+                    || std::fs::metadata(&lock)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(10)));
+            if stale {
+                let _ = std::fs::remove_dir_all(&lock);
+                continue;
+            }
+            if !waited {
+                say(&format!(
+                    "   waiting for another run (process {}) that holds {}",
+                    owner.trim(),
+                    lock.display()
+                ));
+                waited = true;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Drop for ScratchLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// How one run of one test ended.
 #[derive(Debug, Clone)]
 enum Ended {
@@ -498,6 +559,10 @@ pub fn verify_lesson(
         blanks.len(),
         list.stages.len()
     ));
+    // Another run of this lesson (a colleague's, in the same checkout)
+    // would rewrite the copy and its binaries under this one.
+    let _lock = ScratchLock::take(scratch)?;
+    let build_started = Instant::now();
     write_files(scratch, &files)?;
 
     let mut targets: Vec<String> = Vec::new();
@@ -519,7 +584,7 @@ pub fn verify_lesson(
             return Ok(report);
         }
     };
-    say(&format!("   built in {}", secs(started.elapsed())));
+    say(&format!("   built in {}", secs(build_started.elapsed())));
 
     // Each stage's tests, as `starter check` picks them.
     let mut stage_tests: Vec<Vec<(String, String)>> = Vec::new();
