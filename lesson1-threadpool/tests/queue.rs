@@ -3,8 +3,37 @@
 use lesson1_threadpool::queue::*;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
+
+/// How long a test waits for `join` before it calls the queue stuck: far
+/// longer than any of these tests needs.
+const JOIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// `q.join()`, with a bound: a `join` that never returns fails the test
+/// with `why` (what should have let it return) instead of hanging the
+/// whole test run.
+fn join_within<T: Send + 'static>(q: &Arc<Queue<T>>, why: &str) {
+    let (done, joined) = mpsc::channel();
+    let q = Arc::clone(q);
+    thread::spawn(move || {
+        q.join();
+        let _ = done.send(());
+    });
+    match joined.recv_timeout(JOIN_LIMIT) {
+        Ok(()) => {}
+        Err(RecvTimeoutError::Timeout) => panic!(
+            "`join` did not return within {} s: {why}. (If a thread panicked, its message \
+             is above: an item it took is never marked done.)",
+            JOIN_LIMIT.as_secs()
+        ),
+        Err(RecvTimeoutError::Disconnected) => {
+            panic!("`join` panicked (its message is above)")
+        }
+    }
+}
 
 #[test]
 fn items_come_out_in_the_order_they_went_in() {
@@ -30,8 +59,12 @@ fn items_come_out_in_the_order_they_went_in() {
 
 #[test]
 fn join_on_a_queue_that_never_had_an_item_returns_at_once() {
-    let q: Queue<()> = Queue::new();
-    q.join();
+    let q: Arc<Queue<()>> = Arc::new(Queue::new());
+    join_within(
+        &q,
+        "nothing was ever put, so no task is unfinished: `join` waits on `all_tasks_done` \
+         only while `unfinished_tasks > 0`",
+    );
     assert_eq!(
         q.unfinished_tasks(),
         0,
@@ -55,8 +88,16 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
             q.task_done();
         })
     };
-    q.join();
-    assert!(finished.load(Ordering::SeqCst), "join returned early");
+    join_within(
+        &q,
+        "the worker took the one item (`get`) and marked it done (`task_done`), which must \
+         uncount it and, at zero, wake `join` (`notify_all` on `all_tasks_done`)",
+    );
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "`join` returned while the worker still held its item: it must wait for \
+         `task_done`, not for an empty queue"
+    );
     worker.join().unwrap();
 }
 
@@ -130,7 +171,7 @@ fn shutdown_lets_queued_items_drain_and_refuses_new_ones() {
 
 #[test]
 fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() {
-    let q = Queue::new();
+    let q = Arc::new(Queue::new());
     for i in 0..3 {
         q.put(i).unwrap();
     }
@@ -154,7 +195,11 @@ fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() 
         "`get` after `shutdown(true)`: None, the queued items are gone"
     );
     q.task_done();
-    q.join();
+    join_within(
+        &q,
+        "`shutdown(true)` dropped the two queued items, uncounting them, and the taken one \
+         was marked done: no task is unfinished",
+    );
 }
 
 #[test]
@@ -196,7 +241,11 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
     for producer in producers {
         producer.join().unwrap();
     }
-    q.join();
+    join_within(
+        &q,
+        "every item put must reach a consumer (a `get` sleeping on `not_empty` is woken by \
+         each `put`) and be marked done by `task_done`",
+    );
     q.shutdown(false);
     let mut seen = HashSet::new();
     for consumer in consumers {
@@ -241,7 +290,12 @@ fn join_waits_for_work_that_creates_more_work() {
             })
         })
         .collect();
-    q.join();
+    join_within(
+        &q,
+        "every item, and every child a worker puts while it holds its parent, must be taken \
+         by `get` and marked done by `task_done`; `join` returns when the count of \
+         unfinished tasks reaches zero",
+    );
     // A binary tree of depth 11 has 2^12 - 1 nodes.
     assert_eq!(
         handled.load(Ordering::SeqCst),

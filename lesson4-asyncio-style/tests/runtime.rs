@@ -811,11 +811,16 @@ fn run_gives_the_coroutines_outcome() {
     );
 }
 
+/// Bounded: the loop runs on a thread of its own, and a wake-up from
+/// another thread that never reaches it fails the test with a message
+/// instead of leaving the loop asleep in `poll` forever.
 #[test]
 fn a_waker_used_from_another_thread_still_steps_the_task() {
-    let event_loop = EventLoop::new().unwrap();
-    let value = event_loop
-        .run_until_complete(async {
+    const LIMIT: Duration = Duration::from_secs(10);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let event_loop = EventLoop::new().unwrap();
+        let value = event_loop.run_until_complete(async {
             let flag = Arc::new(AtomicBool::new(false));
             let mut spawned = false;
             std::future::poll_fn(move |cx| {
@@ -833,13 +838,29 @@ fn a_waker_used_from_another_thread_still_steps_the_task() {
                 Poll::Pending
             })
             .await
-        })
-        .unwrap();
+        });
+        event_loop.close();
+        let _ = done.send(value.map_err(|e| format!("{e:#}")));
+    });
+    let value = match finished.recv_timeout(LIMIT) {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => panic!("run_until_complete failed for a task woken from another thread: {e}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+            "the task was not stepped again within {} s of a wake-up from another thread: a \
+             waker used off the loop's thread goes through the loop's `Remote` (`Remote::wake` \
+             queues the task's id and interrupts the loop's `poll` with its mio `Waker`), and \
+             the next turn must step the tasks it queued. (If a thread panicked, its message \
+             is above.)",
+            LIMIT.as_secs()
+        ),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the thread running the loop panicked (its message is above)")
+        }
+    };
     assert_eq!(
         value, "woken",
         "the outcome of a task woken from another thread (through the loop's Remote)"
     );
-    event_loop.close();
 }
 
 // ---------------------------------------------------------------------
