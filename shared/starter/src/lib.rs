@@ -2,9 +2,11 @@
 //!
 //! A starter is a copy of one lesson crate in which the bodies of the
 //! functions a stage names are `todo!("stage K: …")`. Everything else is
-//! real: the command line, the binary, the tests, and `shared` (by path to
-//! the checkout). The learner writes the stages in the chapter's order, and
-//! each stage's tests turn from red to green.
+//! real: the command line, the binary, the tests, and `shared` and any
+//! lesson the tests compare with (by absolute path into the checkout, so
+//! the starter builds wherever it is written). The learner writes the
+//! stages in the chapter's order, and each stage's tests turn from red to
+//! green.
 //!
 //! | module | what it does |
 //! |---|---|
@@ -12,6 +14,8 @@
 //! | [`blank`] | finding a function's body with `syn`, blanking it |
 //! | [`run`] | building a crate's tests and running its stages in order |
 //! | [`contracts`] | the page of each stage's contracts, for the book's building mode |
+//! | [`watch`] | `watch`: which saved files call for a new check |
+//! | [`each`] | `verify --each-function`: every blanked function caught by its own stage |
 //!
 //! The starter's `Cargo.toml` is the lesson's, with what it took from the
 //! workspace written out (`toml_edit` keeps its comments), its own empty
@@ -23,6 +27,7 @@ pub mod contracts;
 pub mod each;
 pub mod run;
 pub mod stages;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -327,19 +332,25 @@ fn readme(root: &Path, list: &StageList, through: usize) -> String {
         "# {} — a starter\n\n\
          This crate is lesson {}'s crawler with the bodies of its mechanism left\n\
          for you to write: each is `todo!(\"stage K: …\")`. Write the stages in order;\n\
-         each stage's tests turn from red to green. The chapter is\n\
-         `{}/docs/src/{}`, and its section \"Build it yourself\" has a hint for each stage.\n\n\
+         each stage's tests turn from red to green. The chapter is {}: run\n\
+         `mdbook serve docs --open` in the course's checkout (`{}`) and open\n\
+         {}; its section \"Build it yourself\" has a hint for each stage.\n\n\
          ```sh\n\
          cargo test                  # every test: red until the last stage is written\n\
          # from the course's checkout:\n\
          cargo run -p starter -- check DIR        # where you are, what is next\n\
+         cargo run -p starter -- watch DIR        # the same, again each time you save\n\
          cargo run -p starter -- solution DIR K   # the lesson's code for stage K, beside yours\n\
          ```\n\n\
          | stage | write | its tests |\n|---|---|---|\n",
         list.lesson,
         &list.chapter[6..7],
+        list.title,
         root.display(),
-        list.chapter,
+        list.book_url("Build it yourself")
+            .split('#')
+            .next()
+            .unwrap_or_default(),
     );
     for (i, stage) in list.stages.iter().enumerate() {
         let done = if i < through { " (written)" } else { "" };

@@ -4,13 +4,15 @@
 //! cargo run -p starter -- new lesson3 ~/my-lesson3
 //! cd ~/my-lesson3 && cargo test        # red: stage 1 is yours to write
 //! cargo run -p starter -- check ~/my-lesson3
+//! cargo run -p starter -- watch ~/my-lesson3    # check again at each save
 //! cargo run -p starter -- solution ~/my-lesson3 1
 //! ```
 //!
 //! For the course's maintainers, `starter verify` proves that every stage
 //! of every lesson goes from red to green (CI runs it) and checks the
 //! chapters' "Build it yourself" pages against the stage lists and real runs
-//! of `check`; `starter verify --write-pages` rewrites those pages.
+//! of `check`; `starter verify --write-pages` rewrites those pages, and
+//! `starter pages` the stages' contracts for the book's building mode.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,7 +28,23 @@ use starter::{blank, contracts, write_starter};
 /// Build a lesson of the course yourself: a starter crate whose stages the
 /// lesson's tests turn from red to green, one at a time.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about,
+    long_about = "Build a lesson of the course yourself: a starter crate whose stages the \
+lesson's tests turn from red to green, one at a time.
+
+`new` writes a lesson's starter: the lesson's crate with the bodies of the functions \
+each stage hands over left as todo!(\"stage K: ...\"). Write the stages in the \
+chapter's order; `check` (or `watch`, which checks again each time you save) runs \
+them in order and says which pass, what the first red one's tests check, where the \
+book explains it, and how to run its tests alone. `solution` shows the lesson's code \
+for a stage beside yours.
+
+Run it from the course's checkout: cargo run -p starter -- new lesson1 ~/my-lesson1",
+    after_help = "The book: run `mdbook serve docs --open` in the course's checkout; each chapter's \
+section \"Build it yourself\" lists its stages."
+)]
 struct Cli {
     /// The course's checkout (default: the one around the current directory).
     #[arg(long, global = true)]
@@ -55,6 +73,15 @@ enum Cmd {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// Check DIR, then again each time a file under its src/ or tests/ is
+    /// saved (Ctrl-C ends it).
+    Watch {
+        /// A starter, or one of the course's own lesson crates.
+        dir: PathBuf,
+        /// Stop a stage's test binary after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
     /// Show the lesson's code for stage K beside yours (changes nothing).
     Solution {
         /// The starter.
@@ -62,7 +89,8 @@ enum Cmd {
         /// The stage, from 1.
         stage: usize,
     },
-    /// Prove every stage of LESSONS goes from red to green (for CI).
+    /// For the course's maintainers: prove every stage of LESSONS goes from
+    /// red to green (CI runs it).
     Verify {
         /// The lessons (default: all four).
         lessons: Vec<String>,
@@ -78,7 +106,8 @@ enum Cmd {
         #[arg(long, conflicts_with = "write_pages")]
         each_function: bool,
     },
-    /// Write each lesson's contracts page for the book's building mode
+    /// For the course's maintainers: write each lesson's contracts page for
+    /// the book's building mode
     /// (docs/src/generated/starters/lessonN-contracts.md), from its stage
     /// list; runs no test.
     Pages {
@@ -121,11 +150,13 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             if through < m {
                 let stage = &list.stages[through];
                 println!(
-                    "next: stage {} ({}): {}\n  read {}\n  cd {} && cargo test\n  or: cargo run -p starter -- check {}",
+                    "next: stage {} ({}): {}\n  read: {}\n  its tests: cd {} && {}\n  every stage in order: cargo run -p starter -- check {}\n  or, checking again each time you save: cargo run -p starter -- watch {}",
                     through + 1,
                     stage.name,
                     stage.write,
-                    list.section_link(stage),
+                    list.read_text(stage).replace("\n    ", "\n        "),
+                    dir.display(),
+                    stage.cargo_command(),
                     dir.display(),
                     dir.display()
                 );
@@ -134,16 +165,38 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Check { dir, timeout } => {
             let (_, list) = course_of(&dir, cli.root.as_deref())?;
-            eprintln!("building the tests of {} ...", dir.display());
-            let limit = Duration::from_secs(timeout);
-            let checked = run::check(&list, &dir, list.stages.len(), limit, false, None)?;
-            print!("{}", transcript(&list, &checked));
-            let all = checked.passing() == list.stages.len();
+            let all = check_once(&list, &dir, Duration::from_secs(timeout))?;
             Ok(if all {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             })
+        }
+        Cmd::Watch { dir, timeout } => {
+            let (_, list) = course_of(&dir, cli.root.as_deref())?;
+            let limit = Duration::from_secs(timeout);
+            // Started before the first check, so a save made while it runs
+            // is not missed.
+            let watcher = starter::watch::Watcher::start(&dir)?;
+            check_once(&list, &dir, limit)?;
+            loop {
+                println!(
+                    "\nwatching {} (src/ and tests/): save a file to check again; Ctrl-C ends it",
+                    dir.display()
+                );
+                let saved = watcher.next_saves()?;
+                let names: Vec<String> = saved
+                    .iter()
+                    .map(|p| {
+                        p.strip_prefix(&watcher.dir)
+                            .unwrap_or(p)
+                            .display()
+                            .to_string()
+                    })
+                    .collect();
+                println!("\n== saved: {}", names.join(", "));
+                check_once(&list, &dir, limit)?;
+            }
         }
         Cmd::Solution { dir, stage } => {
             let (root, list) = course_of(&dir, cli.root.as_deref())?;
@@ -151,10 +204,10 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
                 bail!("{} has stages 1 to {}", list.lesson, list.stages.len());
             };
             println!(
-                "stage {stage} ({}): {}\nthe lesson's code is on the + side; read {}\n",
+                "stage {stage} ({}): {}\nthe lesson's code is on the + side; read: {}\n",
                 st.name,
                 st.write,
-                list.section_link(st)
+                list.read_text(st)
             );
             for spec in &st.blank {
                 let path = blank::FnPath::parse(spec)?;
@@ -274,6 +327,15 @@ fn contract_problems(root: &Path, list: &StageList) -> Result<Vec<String>> {
     Ok(problems)
 }
 
+/// Builds and checks the crate at `dir` once, as `check` does, printing
+/// what it found; whether every stage passes.
+fn check_once(list: &StageList, dir: &Path, limit: Duration) -> Result<bool> {
+    eprintln!("building the tests of {} ...", dir.display());
+    let checked = run::check(list, dir, list.stages.len(), limit, false, None)?;
+    print!("{}", transcript(list, &checked));
+    Ok(checked.passing() == list.stages.len())
+}
+
 /// The checkout and stage list a crate belongs to: a starter names its
 /// course in `[package.metadata.starter]`; a lesson crate is in one.
 fn course_of(dir: &Path, root: Option<&Path>) -> Result<(PathBuf, StageList)> {
@@ -346,7 +408,7 @@ fn transcript(list: &StageList, checked: &Checked) -> String {
             let _ = writeln!(out, "{}", indent(&shorten(message, 25)));
             let _ = writeln!(out, "its tests check: {}", stage.checks);
             let _ = writeln!(out, "hint: {}", stage.hint);
-            let _ = writeln!(out, "read: docs/src/{}", list.section_link(stage));
+            let _ = writeln!(out, "read: {}", list.read_text(stage));
             let _ = writeln!(out, "run them alone: {}", stage.cargo_command());
         }
     } else if checked.build_errors.is_none() && checked.passing() < list.stages.len() {
@@ -492,6 +554,9 @@ fn verify(
                 )),
             }
         }
+        if checked.build_errors.is_none() {
+            problems.extend(skip_problems(list, k, &scratch, &checked, limit)?);
+        }
         println!("{line}");
         if k == 1 {
             // The page shows `check` on a fresh starter as it stops at its
@@ -545,6 +610,59 @@ fn verify(
             path.display(),
             list.lesson
         ));
+    }
+    Ok(problems)
+}
+
+/// Stage `k`'s skip list, checked on its blank (the starter in `scratch`,
+/// stages before `k` written): a skipped test must pass there, since one
+/// that fails on the blank tells the stage's code apart, and so tests it.
+fn skip_problems(
+    list: &StageList,
+    k: usize,
+    scratch: &Path,
+    checked: &Checked,
+    limit: Duration,
+) -> Result<Vec<String>> {
+    let stage = &list.stages[k - 1];
+    let mut problems = Vec::new();
+    for entry in &stage.skip {
+        let (target, name, _) = stages::parse_skip(entry)?;
+        let Some(exe) = checked.exes.get(target) else {
+            problems.push(format!(
+                "{}: stage {k} ({}): skip {entry:?}: no test binary {target} was built",
+                list.lesson, stage.name
+            ));
+            continue;
+        };
+        let alone = stages::TestSelection {
+            target: target.to_string(),
+            prefix: Some(name.to_string()),
+            except: Vec::new(),
+        };
+        let ran = run::run_selection(exe, scratch, &alone, limit)?;
+        let passed = ran.passed.iter().any(|n| n == name);
+        let failed = ran.failed.iter().find(|(n, _)| n == name);
+        if let Some((_, message)) = failed {
+            problems.push(format!(
+                "{}: stage {k} ({}): the skipped test {target} {name} fails on the stage's blank, so it tests the stage: take it out of `skip`\n{}",
+                list.lesson,
+                stage.name,
+                indent(&shorten(message, 8))
+            ));
+        } else if ran.timed_out {
+            problems.push(format!(
+                "{}: stage {k} ({}): the skipped test {target} {name} hangs on the stage's blank (stopped after {} s), so it tests the stage: take it out of `skip`",
+                list.lesson,
+                stage.name,
+                limit.as_secs()
+            ));
+        } else if !passed {
+            problems.push(format!(
+                "{}: stage {k} ({}): the skipped test {target} {name} did not run on the stage's blank",
+                list.lesson, stage.name
+            ));
+        }
     }
     Ok(problems)
 }

@@ -74,7 +74,8 @@ pub fn build_tests(
 
 /// Makes cargo build the crate at `dir` again in the target directory
 /// `target_dir`, which other copies of the same lesson may share (verify's
-/// starters, CI's, a learner's own `CARGO_TARGET_DIR`).
+/// starters, CI's, a learner's own `CARGO_TARGET_DIR`), unless the last
+/// copy built there through this function was this one.
 ///
 /// Copies of one lesson share their crate's name, so cargo gives their
 /// builds the same names in a shared target directory, and may take another
@@ -82,11 +83,12 @@ pub fn build_tests(
 /// the other copy's files (when they sit inside the target directory), or
 /// be newer than these files. Forgetting the crate's own records (its
 /// `.fingerprint` entries) makes cargo compile the crate again; its
-/// dependencies stay built. Two copies built at the same moment can still
-/// overwrite each other's test binaries: give each its own target directory
-/// then.
+/// dependencies stay built. The same copy built twice (a stage rewritten
+/// in place, or checked twice) is left to cargo, which sees its own files
+/// change. Two copies built at the same moment can still overwrite each
+/// other's test binaries: give each its own target directory then.
 ///
-/// The records are removed under cargo's own lock of the directory
+/// The records are changed under cargo's own lock of the directory
 /// (`debug/.cargo-lock`), so that a build running beside this one, of
 /// another copy, is never left without the records it is writing.
 pub fn forget_own_build(target_dir: &Path, dir: &Path) -> Result<()> {
@@ -103,11 +105,9 @@ pub fn forget_own_build(target_dir: &Path, dir: &Path) -> Result<()> {
         return Ok(());
     };
     // `cargo test` builds with the `test` profile, whose files are in `debug`.
-    let fingerprints = target_dir.join("debug/.fingerprint");
-    if !fingerprints.is_dir() {
-        return Ok(());
-    }
-    let lock_path = target_dir.join("debug/.cargo-lock");
+    let debug = target_dir.join("debug");
+    std::fs::create_dir_all(&debug).with_context(|| format!("create {}", debug.display()))?;
+    let lock_path = debug.join(".cargo-lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -116,21 +116,32 @@ pub fn forget_own_build(target_dir: &Path, dir: &Path) -> Result<()> {
         .with_context(|| format!("open {}", lock_path.display()))?;
     lock.lock()
         .with_context(|| format!("lock {}", lock_path.display()))?;
-    let entries = std::fs::read_dir(&fingerprints)
-        .with_context(|| format!("read {}", fingerprints.display()))?;
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let Some(hash) = file_name
-            .to_str()
-            .and_then(|n| n.strip_prefix(name))
-            .and_then(|rest| rest.strip_prefix('-'))
-        else {
-            continue;
-        };
-        // Only `NAME-HASH`, not another crate whose name starts with NAME.
-        if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) {
-            let _ = std::fs::remove_dir_all(entry.path());
+    let this_copy = dir
+        .canonicalize()
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .to_string_lossy()
+        .into_owned();
+    let last_path = debug.join(format!(".starter-last-copy-{name}"));
+    let last = std::fs::read_to_string(&last_path).unwrap_or_default();
+    if last != this_copy {
+        if let Ok(entries) = std::fs::read_dir(debug.join(".fingerprint")) {
+            for entry in entries.flatten() {
+                let file_name = entry.file_name();
+                let Some(hash) = file_name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(name))
+                    .and_then(|rest| rest.strip_prefix('-'))
+                else {
+                    continue;
+                };
+                // Only `NAME-HASH`, not another crate whose name starts with NAME.
+                if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
         }
+        std::fs::write(&last_path, &this_copy)
+            .with_context(|| format!("write {}", last_path.display()))?;
     }
     // Dropping `lock` lets cargo have the directory again.
     drop(lock);
@@ -424,6 +435,8 @@ pub struct Checked {
     pub outcomes: Vec<StageOutcome>,
     /// The compiler's errors, when the crate did not compile.
     pub build_errors: Option<String>,
+    /// The test binaries built, by target (none when it did not compile).
+    pub exes: BTreeMap<String, PathBuf>,
 }
 
 impl Checked {
@@ -465,6 +478,7 @@ pub fn check(
             return Ok(Checked {
                 outcomes,
                 build_errors: Some(errors),
+                exes: BTreeMap::new(),
             });
         }
     };
@@ -482,6 +496,7 @@ pub fn check(
     Ok(Checked {
         outcomes,
         build_errors: None,
+        exes,
     })
 }
 
@@ -490,14 +505,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_crates_own_build_records_are_forgotten() {
+    fn only_the_crates_own_build_records_are_forgotten_when_another_copy_was_built() {
         let target = tempfile::tempdir().unwrap();
-        let krate = tempfile::tempdir().unwrap();
-        std::fs::write(
-            krate.path().join("Cargo.toml"),
-            "[package]\nname = \"lesson2-callbacks\"\n",
-        )
-        .unwrap();
+        let copy = |name: &str| {
+            let krate = tempfile::tempdir().unwrap();
+            std::fs::write(
+                krate.path().join("Cargo.toml"),
+                format!("[package]\nname = \"{name}\"\n"),
+            )
+            .unwrap();
+            krate
+        };
+        let (one, other) = (copy("lesson2-callbacks"), copy("lesson2-callbacks"));
         let fingerprints = target.path().join("debug/.fingerprint");
         let names = [
             "lesson2-callbacks-0123456789abcdef",
@@ -506,25 +525,45 @@ mod tests {
             "lesson2-0123456789abcdef",
             "shared-0123456789abcdef",
         ];
-        for name in names {
-            std::fs::create_dir_all(fingerprints.join(name)).unwrap();
-        }
-        forget_own_build(target.path(), krate.path()).unwrap();
-        let mut left: Vec<String> = std::fs::read_dir(&fingerprints)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        left.sort();
+        let make = || {
+            for name in names {
+                std::fs::create_dir_all(fingerprints.join(name)).unwrap();
+            }
+        };
+        let left = || {
+            let mut left: Vec<String> = std::fs::read_dir(&fingerprints)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            left.sort();
+            left
+        };
+        let others = [
+            "lesson2-0123456789abcdef",
+            "lesson2-callbacks-extra-0123456789abcdef",
+            "shared-0123456789abcdef",
+        ];
+        make();
+        forget_own_build(target.path(), one.path()).unwrap();
         assert_eq!(
-            left,
-            [
-                "lesson2-0123456789abcdef",
-                "lesson2-callbacks-extra-0123456789abcdef",
-                "shared-0123456789abcdef"
-            ],
-            "the crate's own records go, every other crate's stay"
+            left(),
+            others,
+            "a copy not built here before: its crate's records go, every other crate's stay"
+        );
+        make();
+        forget_own_build(target.path(), one.path()).unwrap();
+        assert_eq!(
+            left().len(),
+            names.len(),
+            "the same copy again: cargo's records stay"
+        );
+        forget_own_build(target.path(), other.path()).unwrap();
+        assert_eq!(
+            left(),
+            others,
+            "another copy of the lesson: the crate's records go"
         );
         // A target directory with nothing built yet is no error.
-        forget_own_build(&target.path().join("none"), krate.path()).unwrap();
+        forget_own_build(&target.path().join("none"), one.path()).unwrap();
     }
 }

@@ -35,7 +35,14 @@ pub struct StageList {
     /// The chapter (`lessonN.md`), filled in from [`LESSONS`].
     #[serde(skip)]
     pub chapter: String,
+    /// The chapter's title as a learner sees it (`Lesson 3`): its first
+    /// `# ` heading, up to a colon.
+    #[serde(skip)]
+    pub title: String,
 }
+
+/// Where the book is served by `mdbook serve docs`.
+pub const BOOK: &str = "http://localhost:3000";
 
 /// One stage: what to write, where the chapter explains it, how it is tested.
 #[derive(Debug, Deserialize)]
@@ -198,6 +205,10 @@ impl StageList {
             );
         }
         list.chapter = chapter.to_string();
+        let chapter_path = root.join("docs/src").join(chapter);
+        let chapter_text = std::fs::read_to_string(&chapter_path)
+            .with_context(|| format!("read {}", chapter_path.display()))?;
+        list.title = chapter_title(&chapter_text).unwrap_or(chapter).to_string();
         list.validate(root)
             .with_context(|| format!("in {}", path.display()))?;
         Ok(list)
@@ -336,20 +347,84 @@ impl StageList {
         Ok(())
     }
 
-    /// The anchor of a stage's section in the chapter, as mdBook makes it.
-    pub fn section_link(&self, stage: &Stage) -> String {
-        format!("{}#{}", self.chapter, heading_id(stage.section()))
-    }
-
-    /// What the `todo!` of a blank in `stage` (1-based `number`) says.
-    pub fn todo_message(&self, number: usize, stage: &Stage) -> String {
+    /// Where the book, as `mdbook serve docs` serves it, shows `section`.
+    pub fn book_url(&self, section: &str) -> String {
         format!(
-            "stage {number}: {} — see {}, \"{}\"",
-            stage.write,
-            self.chapter,
-            stage.section().replace('`', "")
+            "{BOOK}/{}#{}",
+            self.chapter.trim_end_matches(".md").to_string() + ".html",
+            heading_id(section)
         )
     }
+
+    /// Where to read about `stage`, as a learner opens the book: the
+    /// chapter, each of the stage's sections, and their addresses.
+    pub fn read_text(&self, stage: &Stage) -> String {
+        let serve = "run `mdbook serve docs --open` in the course's checkout and open";
+        match stage.sections.as_slice() {
+            [one] => format!(
+                "{}, section \"{}\": {serve} {}",
+                self.title,
+                plain(one),
+                self.book_url(one)
+            ),
+            many => {
+                let names: Vec<String> = many.iter().map(|s| format!("\"{}\"", plain(s))).collect();
+                let mut text = format!(
+                    "{}, sections {} (the first teaches the stage): {serve}",
+                    self.title,
+                    and_list(&names)
+                );
+                for section in many {
+                    text.push_str(&format!("\n    {}", self.book_url(section)));
+                }
+                text
+            }
+        }
+    }
+
+    /// What the `todo!` of a blank in `stage` (1-based `number`) says: what
+    /// to write, and the section that teaches it, as the book shows it.
+    pub fn todo_message(&self, number: usize, stage: &Stage) -> String {
+        let more = match stage.sections.len() {
+            0 | 1 => String::new(),
+            n => format!(
+                " (and {} more: `cargo run -p starter -- check` lists them)",
+                n - 1
+            ),
+        };
+        format!(
+            "stage {number}: {} — read {}, section \"{}\"{more}: {} (`mdbook serve docs --open` in the course's checkout)",
+            stage.write,
+            self.title,
+            plain(stage.section()),
+            self.book_url(stage.section())
+        )
+    }
+}
+
+/// A heading as the book prints it: without its code marks.
+fn plain(heading: &str) -> String {
+    heading.replace('`', "")
+}
+
+/// `"a"`, `"a" and "b"`, `"a", "b" and "c"`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// A chapter's title as its readers call it: its first `# ` heading, up to
+/// a colon (`# Lesson 3: coroutines — …` is `Lesson 3`).
+pub fn chapter_title(chapter: &str) -> Option<&str> {
+    let heading = chapter.lines().find_map(|l| l.strip_prefix("# "))?.trim();
+    Some(
+        heading
+            .split_once(':')
+            .map_or(heading, |(title, _)| title.trim()),
+    )
 }
 
 /// The lesson's crate, chapter and binary for `3`, `lesson3` or the crate name.
@@ -411,6 +486,47 @@ mod tests {
         let err = find_lesson("lesson9").unwrap_err().to_string();
         assert!(err.contains("unknown lesson"), "{err}");
         assert!(find_lesson("13").is_err());
+    }
+
+    #[test]
+    fn a_stage_is_read_about_where_the_book_serves_it() {
+        assert_eq!(
+            chapter_title("<!-- x -->\n# Lesson 3: coroutines — one fetch\n## A\n"),
+            Some("Lesson 3")
+        );
+        assert_eq!(chapter_title("# Afterword\n"), Some("Afterword"));
+        let list = StageList {
+            lesson: "lesson3-generators".into(),
+            stages: Vec::new(),
+            chapter: "lesson3.md".into(),
+            title: "Lesson 3".into(),
+        };
+        let mut s = stage(&["task"], &[]);
+        s.sections = vec!["`Task`: what drives a coroutine".into()];
+        s.write = "the task".into();
+        assert_eq!(
+            list.read_text(&s),
+            "Lesson 3, section \"Task: what drives a coroutine\": run `mdbook serve docs --open` \
+             in the course's checkout and open \
+             http://localhost:3000/lesson3.html#task-what-drives-a-coroutine"
+        );
+        assert_eq!(
+            list.todo_message(3, &s),
+            "stage 3: the task — read Lesson 3, section \"Task: what drives a coroutine\": \
+             http://localhost:3000/lesson3.html#task-what-drives-a-coroutine \
+             (`mdbook serve docs --open` in the course's checkout)"
+        );
+        s.sections.push("The loop".into());
+        s.sections.push("Ends".into());
+        let text = list.read_text(&s);
+        assert!(
+            text.starts_with(
+                "Lesson 3, sections \"Task: what drives a coroutine\", \"The loop\" and \"Ends\" (the first teaches the stage)"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("\n    http://localhost:3000/lesson3.html#the-loop\n    http://localhost:3000/lesson3.html#ends"), "{text}");
+        assert!(list.todo_message(3, &s).contains("(and 2 more: "));
     }
 
     #[test]

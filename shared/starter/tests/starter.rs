@@ -72,7 +72,16 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     let dir = scratch.path().join("my-lesson3");
     let out = starter(&root, &["new", "lesson3", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("next: stage 1 (generator)"));
+    let said = text(&out.stdout);
+    assert!(said.contains("next: stage 1 (generator)"), "{said}");
+    // Where to read, as the book is opened: the chapter, the section, its address.
+    assert!(
+        said.contains("read: Lesson 3, section")
+            && said.contains("mdbook serve docs --open")
+            && said.contains("http://localhost:3000/lesson3.html#"),
+        "{said}"
+    );
+    assert!(said.contains("starter -- watch"), "{said}");
 
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("\n[workspace]"), "{manifest}");
@@ -82,6 +91,11 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     assert!(
         generator.contains("todo!(\"stage 1: generators by hand"),
         "{generator}"
+    );
+    assert!(
+        generator.contains("read Lesson 3, section \\\"")
+            && generator.contains("http://localhost:3000/lesson3.html#"),
+        "the todo! names the chapter and section as the book shows them: {generator}"
     );
     // The lesson's tests come whole, and the lock file pins the same crates.
     let lesson = root.join("lesson3-generators");
@@ -327,4 +341,34 @@ fn a_starter_that_uses_an_earlier_lesson_compiles_alone() {
             text(&out.stderr)
         );
     }
+}
+
+/// `--help` is the learner's: what the tool does and how to start, with
+/// the maintainers' commands marked as theirs.
+#[test]
+fn help_describes_the_starter() {
+    let out = starter(&checkout(), &["--help"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    for word in [
+        "starter crate",
+        "new",
+        "check",
+        "watch",
+        "solution",
+        "cargo run -p starter -- new lesson1",
+    ] {
+        assert!(
+            help.contains(word),
+            "--help does not mention {word:?}:\n{help}"
+        );
+    }
+    for word in ["benchmark", "diff pages", "book's checker"] {
+        assert!(!help.contains(word), "--help mentions {word:?}:\n{help}");
+    }
+    assert!(
+        help.lines()
+            .any(|l| l.trim_start().starts_with("verify") && l.contains("maintainers")),
+        "{help}"
+    );
 }
