@@ -699,14 +699,19 @@ fn starter_page(list: &StageList, fresh: &str, lesson: &str) -> String {
     );
     let _ = writeln!(out, "| stage | you write | read |\n|---|---|---|");
     for (i, s) in list.stages.iter().enumerate() {
+        // Every section the stage needs, the one that teaches it first.
+        let read: Vec<String> = s
+            .sections
+            .iter()
+            .map(|section| format!("[{section}](#{})", stages::heading_id(section)))
+            .collect();
         let _ = writeln!(
             out,
-            "| {} `{}` | {} | [{}](#{}) |",
+            "| {} `{}` | {} | {} |",
             i + 1,
             s.name,
             s.write,
-            s.section(),
-            stages::heading_id(s.section()),
+            read.join("; "),
         );
     }
     out.push('\n');
