@@ -333,7 +333,7 @@ fn readme(root: &Path, list: &StageList, through: usize) -> String {
          This crate is lesson {}'s crawler with the bodies of its mechanism left\n\
          for you to write: each is `todo!(\"stage K: …\")`. Write the stages in order;\n\
          each stage's tests turn from red to green. The chapter is {}: run\n\
-         `mdbook serve docs --open` in the course's checkout (`{}`) and open\n\
+         `mdbook serve docs --port 4000 --open` in the course's checkout (`{}`) and open\n\
          {}; its section \"Build it yourself\" has a hint for each stage.\n\n\
          ```sh\n\
          cargo test                  # every test: red until the last stage is written\n\

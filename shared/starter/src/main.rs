@@ -42,7 +42,7 @@ book explains it, and how to run its tests alone. `solution` shows the lesson's 
 for a stage beside yours.
 
 Run it from the course's checkout: cargo run -p starter -- new lesson1 ~/my-lesson1",
-    after_help = "The book: run `mdbook serve docs --open` in the course's checkout; each chapter's \
+    after_help = "The book: run `mdbook serve docs --port 4000 --open` in the course's checkout; each chapter's \
 section \"Build it yourself\" lists its stages."
 )]
 struct Cli {

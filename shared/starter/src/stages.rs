@@ -41,8 +41,10 @@ pub struct StageList {
     pub title: String,
 }
 
-/// Where the book is served by `mdbook serve docs`.
-pub const BOOK: &str = "http://localhost:3000";
+/// Where the book is served by `mdbook serve docs --port 4000`: not
+/// mdBook's default port, 3000, which is where `serve` puts the local site
+/// the lessons crawl by default.
+pub const BOOK: &str = "http://localhost:4000";
 
 /// One stage: what to write, where the chapter explains it, how it is tested.
 #[derive(Debug, Deserialize)]
@@ -359,7 +361,7 @@ impl StageList {
     /// Where to read about `stage`, as a learner opens the book: the
     /// chapter, each of the stage's sections, and their addresses.
     pub fn read_text(&self, stage: &Stage) -> String {
-        let serve = "run `mdbook serve docs --open` in the course's checkout and open";
+        let serve = "run `mdbook serve docs --port 4000 --open` in the course's checkout and open";
         match stage.sections.as_slice() {
             [one] => format!(
                 "{}, section \"{}\": {serve} {}",
@@ -393,7 +395,7 @@ impl StageList {
             ),
         };
         format!(
-            "stage {number}: {} — read {}, section \"{}\"{more}: {} (`mdbook serve docs --open` in the course's checkout)",
+            "stage {number}: {} — read {}, section \"{}\"{more}: {} (`mdbook serve docs --port 4000 --open` in the course's checkout)",
             stage.write,
             self.title,
             plain(stage.section()),
@@ -506,15 +508,15 @@ mod tests {
         s.write = "the task".into();
         assert_eq!(
             list.read_text(&s),
-            "Lesson 3, section \"Task: what drives a coroutine\": run `mdbook serve docs --open` \
+            "Lesson 3, section \"Task: what drives a coroutine\": run `mdbook serve docs --port 4000 --open` \
              in the course's checkout and open \
-             http://localhost:3000/lesson3.html#task-what-drives-a-coroutine"
+             http://localhost:4000/lesson3.html#task-what-drives-a-coroutine"
         );
         assert_eq!(
             list.todo_message(3, &s),
             "stage 3: the task — read Lesson 3, section \"Task: what drives a coroutine\": \
-             http://localhost:3000/lesson3.html#task-what-drives-a-coroutine \
-             (`mdbook serve docs --open` in the course's checkout)"
+             http://localhost:4000/lesson3.html#task-what-drives-a-coroutine \
+             (`mdbook serve docs --port 4000 --open` in the course's checkout)"
         );
         s.sections.push("The loop".into());
         s.sections.push("Ends".into());
@@ -525,7 +527,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with("\n    http://localhost:3000/lesson3.html#the-loop\n    http://localhost:3000/lesson3.html#ends"), "{text}");
+        assert!(text.ends_with("\n    http://localhost:4000/lesson3.html#the-loop\n    http://localhost:4000/lesson3.html#ends"), "{text}");
         assert!(list.todo_message(3, &s).contains("(and 2 more: "));
     }
 
