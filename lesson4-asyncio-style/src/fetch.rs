@@ -130,10 +130,12 @@ pub fn fetch<'a>(
 }
 // ANCHOR_END: fetch
 
+// ANCHOR: timed_out
 /// The error of a fetch that lost its race against the deadline.
 pub fn timed_out(timeout: Duration) -> anyhow::Error {
     FetchError::new(FailKind::Timeout, format!("timed out after {timeout:?}")).into()
 }
+// ANCHOR_END: timed_out
 
 // ANCHOR: get
 /// `GET url` on a pooled connection, resending once on a fresh connection
