@@ -97,6 +97,11 @@ fn a_server_that_never_answers_is_a_timeout_by_the_deadline() {
         FailKind::Timeout,
         "a server that accepts and stays silent, with a 300 ms timeout: {err}"
     );
+    assert_eq!(
+        err.message, "timed out after 300ms",
+        "the message of a read that ran out of time: the deadline's own error \
+         (`expired`), which `error_from` must give for `WouldBlock` as well as `TimedOut`"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "a 300 ms timeout took {:?} to end the fetch",
@@ -207,5 +212,119 @@ fn a_fetch_marks_its_phases_for_the_trace_in_order() {
         ["resolve", "connect", "send", "wait", "read"],
         "the phases the fetch marked, in order: `get` marks `resolve` and `connect` as it \
          starts each step, `exchange` marks `send` and then `wait`, and the parser marks `read`"
+    );
+}
+
+/// A server that drops the connection while the request is still being
+/// written: the next `write` fails (the connection was reset), and the fetch
+/// ends with that error at once, instead of retrying until its deadline.
+#[test]
+fn a_connection_reset_while_the_request_is_written_is_a_reset() {
+    // 16 MiB cannot fit in loopback's buffers: the fetch is still writing
+    // when the server closes without reading, which resets the connection.
+    let path = "a".repeat(16 << 20);
+    let (url, _keep) = serve_once(|sock, _hold| {
+        thread::sleep(Duration::from_millis(100));
+        drop(sock);
+    });
+    let url = url.join(&path).unwrap();
+    let started = Instant::now();
+    let err = get_with(&url, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "the error kind of a fetch whose request `write` failed (the server reset the \
+         connection): `send` must return the write's error through `error_from`, and \
+         retry only `Interrupted`; {err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "a failed `write` took {:?} to end the fetch: is `send` retrying every error?",
+        started.elapsed()
+    );
+}
+
+/// A server that resets the connection while the fetch waits for the
+/// response: the `read` fails with `connection reset by peer`, and that error
+/// is the fetch's, not a second read's end of file.
+#[test]
+fn a_connection_reset_while_waiting_for_the_response_is_that_error() {
+    let (url, _keep) = serve_once(|sock, _hold| {
+        // Closing with the request unread in the socket's buffer makes the
+        // kernel send a reset instead of an orderly close.
+        thread::sleep(Duration::from_millis(200));
+        drop(sock);
+    });
+    let err = get_with(&url, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "the error kind of a fetch whose `read` failed with a reset: {err}"
+    );
+    assert_eq!(
+        err.message, "connection reset by peer",
+        "the message of a fetch whose `read` failed: the read's own error through \
+         `error_from`; `connection closed before the response` means `receive` retried \
+         the failed read (retry only `Interrupted`) and read the end of the file"
+    );
+}
+
+/// Set in the child process `a_connect_with_no_descriptor_left_is_out_of_descriptors`
+/// starts (the test binary itself, under a low `ulimit -n`).
+const NO_FD_CHILD: &str = "LESSON1_FETCH_NO_FD_CHILD";
+
+/// With every file descriptor in use, the socket for the connection cannot
+/// be made: `get` returns `Fetched::OutOfDescriptors` (the crawler waits and
+/// retries), not a `connect` error for the URL. It runs in a child process,
+/// under `ulimit -n 64`, because using up the descriptors would fail every
+/// other test of this process meanwhile.
+#[test]
+fn a_connect_with_no_descriptor_left_is_out_of_descriptors() {
+    if std::env::var_os(NO_FD_CHILD).is_some() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let resolver = Resolver::new();
+        // Use up every descriptor left (at most the 64 of the limit).
+        let mut held = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            held.push(file);
+            assert!(held.len() < 1_000, "ulimit -n 64 did not limit the files");
+        }
+        let fetched = get(
+            &url,
+            &resolver,
+            Duration::from_secs(5),
+            Limits::default(),
+            "crawler-course",
+        );
+        drop(held);
+        assert!(
+            matches!(fetched, Fetched::OutOfDescriptors),
+            "what `get` returned when no descriptor was left for the socket: expected \
+             `Fetched::OutOfDescriptors` (`connect` must check \
+             `net::is_out_of_descriptors` first), got {fetched:?}"
+        );
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(exe)
+        .args([
+            "--exact",
+            "a_connect_with_no_descriptor_left_is_out_of_descriptors",
+            "--test-threads",
+            "1",
+        ])
+        .env(NO_FD_CHILD, "1")
+        .output()
+        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
+    assert!(
+        output.status.success(),
+        "the fetch with no descriptor left (this test, rerun under ulimit -n 64) failed; \
+         it printed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }
