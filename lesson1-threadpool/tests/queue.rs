@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a test waits for `join` before it calls the queue stuck: far
 /// longer than any of these tests needs.
@@ -33,6 +33,24 @@ fn join_within<T: Send + 'static>(q: &Arc<Queue<T>>, why: &str) {
             panic!("`join` panicked (its message is above)")
         }
     }
+}
+
+/// `handle.join()` for a thread that loops on `get` until `None`, with a
+/// bound: a thread still running `JOIN_LIMIT` after `shutdown(false)` fails
+/// the test instead of hanging the whole test run.
+fn ended_within<R>(handle: thread::JoinHandle<R>) -> R {
+    let give_up = Instant::now() + JOIN_LIMIT;
+    while !handle.is_finished() {
+        assert!(
+            Instant::now() < give_up,
+            "a thread looping on `get` did not end within {} s of `shutdown(false)`: \
+             `shutdown` must wake every `get` asleep on `not_empty` (`notify_all`), and \
+             `get` on a shut-down, empty queue must return `None`",
+            JOIN_LIMIT.as_secs()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    handle.join().unwrap()
 }
 
 #[test]
@@ -101,16 +119,42 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
     worker.join().unwrap();
 }
 
+/// A thread that calls `q.get()`; its result comes on the receiver.
+fn taker<T: Send + 'static>(q: &Arc<Queue<T>>) -> mpsc::Receiver<Option<T>> {
+    let (sender, taken) = mpsc::channel();
+    let q = Arc::clone(q);
+    thread::spawn(move || {
+        let _ = sender.send(q.get());
+    });
+    taken
+}
+
+/// What the `taker`'s `get` returned, with a bound: a `get` that never
+/// returns fails the test with `why` (what should have woken it) instead of
+/// hanging the whole test run.
+fn taken_within<T>(taken: &mpsc::Receiver<Option<T>>, why: &str) -> Option<T> {
+    match taken.recv_timeout(JOIN_LIMIT) {
+        Ok(item) => item,
+        Err(RecvTimeoutError::Timeout) => panic!(
+            "a `get` asleep on an empty queue did not return within {} s: {why}",
+            JOIN_LIMIT.as_secs()
+        ),
+        Err(RecvTimeoutError::Disconnected) => {
+            panic!("`get` panicked (its message is above)")
+        }
+    }
+}
+
 #[test]
 fn get_sleeps_until_an_item_is_put() {
     let q = Arc::new(Queue::new());
-    let taker = {
-        let q = Arc::clone(&q);
-        thread::spawn(move || q.get())
-    };
+    let taken = taker(&q);
     q.put(42).unwrap();
     assert_eq!(
-        taker.join().unwrap(),
+        taken_within(
+            &taken,
+            "`put` must add the item and wake a sleeping `get` (`not_empty.notify_one()`)"
+        ),
         Some(42),
         "what a `get` that was waiting on an empty queue returns once 42 is put"
     );
@@ -119,16 +163,15 @@ fn get_sleeps_until_an_item_is_put() {
 #[test]
 fn shutdown_wakes_every_sleeping_get_with_none() {
     let q: Arc<Queue<u8>> = Arc::new(Queue::new());
-    let takers: Vec<_> = (0..4)
-        .map(|_| {
-            let q = Arc::clone(&q);
-            thread::spawn(move || q.get())
-        })
-        .collect();
+    let takers: Vec<_> = (0..4).map(|_| taker(&q)).collect();
     q.shutdown(false);
-    for taker in takers {
+    for taken in &takers {
         assert_eq!(
-            taker.join().unwrap(),
+            taken_within(
+                taken,
+                "`shutdown` must wake every `get` asleep on `not_empty` (`notify_all`), \
+                 and a `get` on a shut-down, empty queue must return `None`"
+            ),
             None,
             "a `get` sleeping on an empty queue returns None when the queue is shut down \
              (`shutdown` must wake every sleeper, not one)"
@@ -175,6 +218,9 @@ fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() 
     for i in 0..3 {
         q.put(i).unwrap();
     }
+    // Checked first, so that a `put` that adds nothing fails here instead
+    // of leaving the `get` below asleep for ever.
+    assert_eq!(q.qsize(), 3, "qsize after three `put`s: three items queued");
     let running = q.get().unwrap();
     assert_eq!(running, 0, "the first item out: the first put");
     q.shutdown(true);
@@ -199,6 +245,44 @@ fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() 
         &q,
         "`shutdown(true)` dropped the two queued items, uncounting them, and the taken one \
          was marked done: no task is unfinished",
+    );
+}
+
+/// `shutdown(true)` with nothing taken leaves no task unfinished, so it must
+/// wake the threads asleep in `join` itself: no `task_done` will come.
+#[test]
+fn immediate_shutdown_wakes_a_join_waiting_for_queued_items() {
+    let q = Arc::new(Queue::new());
+    for i in 0..3 {
+        q.put(i).unwrap();
+    }
+    let (done, joined) = mpsc::channel();
+    {
+        let q = Arc::clone(&q);
+        thread::spawn(move || {
+            q.join();
+            let _ = done.send(());
+        });
+    }
+    // Give the joiner time to fall asleep on the three unfinished items.
+    assert_eq!(
+        joined.recv_timeout(Duration::from_millis(200)),
+        Err(RecvTimeoutError::Timeout),
+        "`join` with three items put and none done: it must keep sleeping"
+    );
+    q.shutdown(true);
+    assert_eq!(
+        q.unfinished_tasks(),
+        0,
+        "unfinished tasks after `shutdown(true)` dropped all three queued items: dropping \
+         an item uncounts it, one each"
+    );
+    assert_eq!(
+        joined.recv_timeout(JOIN_LIMIT),
+        Ok(()),
+        "`join` after `shutdown(true)` dropped all three queued items (none taken): no \
+         task is left, so `shutdown` must wake `join` (`all_tasks_done.notify_all()` when \
+         the count reaches 0); a timeout means it slept on"
     );
 }
 
@@ -249,7 +333,7 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
     q.shutdown(false);
     let mut seen = HashSet::new();
     for consumer in consumers {
-        for item in consumer.join().unwrap() {
+        for item in ended_within(consumer) {
             assert!(seen.insert(item), "item {item} came out twice");
         }
     }
@@ -307,6 +391,6 @@ fn join_waits_for_work_that_creates_more_work() {
     );
     q.shutdown(false);
     for worker in workers {
-        worker.join().unwrap();
+        ended_within(worker);
     }
 }
