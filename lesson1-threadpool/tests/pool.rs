@@ -8,6 +8,28 @@ use std::sync::{Condvar, Mutex};
 use std::thread::{self};
 use std::time::{Duration, Instant};
 
+/// `pool.wait_completion()`, run on a thread of its own and waited for with
+/// a bound, so that a pool whose threads never take an item, or never mark
+/// one done, fails the test with `why` instead of hanging the test run.
+fn wait_completion_within<T: Send + 'static>(pool: ThreadPool<T>, why: &str) {
+    let (done, outcome) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(pool.wait_completion().map_err(|e| format!("{e:#}")));
+    });
+    match outcome.recv_timeout(Duration::from_secs(10)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("wait_completion failed ({why}): {e}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+            "wait_completion did not return within 10 s ({why}): each thread's loop \
+             (`fetcher`) must take items with `get` until it gives `None`, and mark each \
+             one done (the `TaskDone` guard calls `task_done`)"
+        ),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("wait_completion panicked (its message is above)")
+        }
+    }
+}
+
 #[test]
 fn every_item_and_the_work_it_creates_is_done() {
     let handled = Arc::new(AtomicUsize::new(0));
@@ -24,7 +46,7 @@ fn every_item_and_the_work_it_creates_is_done() {
         .unwrap()
     };
     pool.add_task(9).unwrap();
-    pool.wait_completion().unwrap();
+    wait_completion_within(pool, "a tree of 1,023 items on four threads");
     assert_eq!(
         handled.load(Ordering::SeqCst),
         (1 << 10) - 1,
@@ -58,7 +80,7 @@ fn the_threads_have_ended_when_wait_completion_returns() {
         Arc::strong_count(&token) > 1,
         "before `wait_completion`, the pool's threads hold clones of the work"
     );
-    pool.wait_completion().unwrap();
+    wait_completion_within(pool, "twenty items whose work does nothing");
     assert_eq!(
         Arc::strong_count(&token),
         1,
@@ -158,7 +180,7 @@ fn the_pool_runs_as_many_items_at_once_as_it_has_threads_and_no_more() {
     for i in 0..12 {
         pool.add_task(i).unwrap();
     }
-    pool.wait_completion().unwrap();
+    wait_completion_within(pool, "twelve items on three threads");
     assert_eq!(
         gauge.counts.lock().unwrap().1,
         THREADS,
