@@ -349,10 +349,13 @@ impl StageList {
         Ok(())
     }
 
-    /// Where the book, as `mdbook serve docs` serves it, shows `section`.
+    /// Where the book, as `mdbook serve docs` serves it, shows `section`,
+    /// in building mode (`?mode=build`): a learner sent there from a starter
+    /// is writing the code, so its listings come folded, with what each
+    /// function must do shown instead. The book remembers the mode.
     pub fn book_url(&self, section: &str) -> String {
         format!(
-            "{BOOK}/{}#{}",
+            "{BOOK}/{}?mode=build#{}",
             self.chapter.trim_end_matches(".md").to_string() + ".html",
             heading_id(section)
         )
@@ -510,12 +513,12 @@ mod tests {
             list.read_text(&s),
             "Lesson 3, section \"Task: what drives a coroutine\": run `mdbook serve docs --port 4000 --open` \
              in the course's checkout and open \
-             http://localhost:4000/lesson3.html#task-what-drives-a-coroutine"
+             http://localhost:4000/lesson3.html?mode=build#task-what-drives-a-coroutine"
         );
         assert_eq!(
             list.todo_message(3, &s),
             "stage 3: the task — read Lesson 3, section \"Task: what drives a coroutine\": \
-             http://localhost:4000/lesson3.html#task-what-drives-a-coroutine \
+             http://localhost:4000/lesson3.html?mode=build#task-what-drives-a-coroutine \
              (`mdbook serve docs --port 4000 --open` in the course's checkout)"
         );
         s.sections.push("The loop".into());
@@ -527,7 +530,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with("\n    http://localhost:4000/lesson3.html#the-loop\n    http://localhost:4000/lesson3.html#ends"), "{text}");
+        assert!(text.ends_with("\n    http://localhost:4000/lesson3.html?mode=build#the-loop\n    http://localhost:4000/lesson3.html?mode=build#ends"), "{text}");
         assert!(list.todo_message(3, &s).contains("(and 2 more: "));
     }
 

@@ -78,7 +78,7 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     assert!(
         said.contains("read: Lesson 3, section")
             && said.contains("mdbook serve docs --port 4000 --open")
-            && said.contains("http://localhost:4000/lesson3.html#"),
+            && said.contains("http://localhost:4000/lesson3.html?mode=build#"),
         "{said}"
     );
     assert!(said.contains("starter -- watch"), "{said}");
@@ -94,7 +94,7 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     );
     assert!(
         generator.contains("read Lesson 3, section \\\"")
-            && generator.contains("http://localhost:4000/lesson3.html#"),
+            && generator.contains("http://localhost:4000/lesson3.html?mode=build#"),
         "the todo! names the chapter and section as the book shows them: {generator}"
     );
     // The lesson's tests come whole, and the lock file pins the same crates.
