@@ -120,13 +120,14 @@ fn a_connect_still_in_progress_is_counted_as_connect_spins_not_an_error() {
         conn.write_all(b"HTTP/1.0 200 OK\r\n\r\nhello").unwrap();
     });
     let deadline = Instant::now() + Duration::from_secs(10);
-    let spun = fetch_by_spinning(addr, REQUEST, deadline);
-    server.join().unwrap();
-    drop(filler);
-    let spun = spun.expect(
+    // Checked before joining the server: on an error its second `accept`
+    // would wait forever.
+    let spun = fetch_by_spinning(addr, REQUEST, deadline).expect(
         "a connect still in progress must be waited for: `peer_addr` failing with \
          `NotConnected` means the handshake is not done yet, not that it failed",
     );
+    server.join().unwrap();
+    drop(filler);
     assert_eq!(
         spun.response, b"HTTP/1.0 200 OK\r\n\r\nhello",
         "the response, once the delayed connect went through"

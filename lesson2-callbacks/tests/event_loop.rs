@@ -434,3 +434,71 @@ fn a_timer_handle_says_when_it_is_due_and_whether_it_was_cancelled() {
     assert!(!later.cancelled(), "cancelling one timer cancelled another");
     later.cancel();
 }
+
+/// `close` called from inside a callback, while the loop runs, does
+/// nothing: the loop is not closed, and the callbacks already scheduled
+/// still run.
+#[test]
+fn close_inside_a_running_loop_does_nothing() {
+    let event_loop = EventLoop::new().unwrap();
+    let closed_inside = Rc::new(Cell::new(None));
+    let ran_after = Rc::new(Cell::new(false));
+    let (inside, after, ev) = (
+        Rc::clone(&closed_inside),
+        Rc::clone(&ran_after),
+        event_loop.clone(),
+    );
+    event_loop.call_soon(move || {
+        ev.close();
+        inside.set(Some(ev.is_closed()));
+        ev.call_soon(move || after.set(true));
+    });
+    event_loop.run_forever().unwrap();
+    assert_eq!(
+        closed_inside.get(),
+        Some(false),
+        "`is_closed()` right after a callback called `close()` on its running loop: \
+         Some(false), since `close` does nothing while the loop runs"
+    );
+    assert!(
+        ran_after.get(),
+        "a callback scheduled after that `close()` must still run: the loop was not closed"
+    );
+    assert!(
+        !event_loop.is_closed(),
+        "`is_closed()` after `run_forever` returned: false, the `close` inside it did nothing"
+    );
+}
+
+/// Deregistering a token twice is harmless: the second call finds the slot
+/// free and does nothing, so the slot is reused once, not handed to two
+/// sockets.
+#[test]
+fn deregistering_twice_frees_the_slot_once() {
+    let event_loop = EventLoop::new().unwrap();
+    let (mut first, _server1) = socket_pair();
+    let token = event_loop.register(&mut first).unwrap();
+    event_loop.deregister(&mut first, token);
+    event_loop.deregister(&mut first, token);
+    assert_eq!(
+        event_loop.registered(),
+        0,
+        "sockets registered after deregistering the only one twice"
+    );
+    let (mut second, _server2) = socket_pair();
+    let (mut third, _server3) = socket_pair();
+    let a = event_loop.register(&mut second).unwrap();
+    let b = event_loop.register(&mut third).unwrap();
+    assert_ne!(
+        a, b,
+        "tokens of two sockets registered after a double `deregister`: they must differ \
+         (the freed slot is reused once)"
+    );
+    assert_eq!(
+        event_loop.registered(),
+        2,
+        "sockets registered after registering two more"
+    );
+    event_loop.deregister(&mut second, a);
+    event_loop.deregister(&mut third, b);
+}
