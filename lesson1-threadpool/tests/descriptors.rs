@@ -8,8 +8,11 @@
 //!   crawls with a budget far above what is left, so that making a socket
 //!   fails with "too many open files" (`EMFILE`) and the crawl must wait for
 //!   one of its own sockets to close.
+//! - `no_descriptor_and_nothing_in_flight_is_a_connect_error` (this file):
+//!   with no descriptor at all and no other fetch in flight, none will be
+//!   freed, so the fetch gives up instead of waiting for ever.
 //!
-//! The checks live in `shared::behaviour`.
+//! The other checks live in `shared::behaviour`.
 
 shared::descriptor_suite!(
     shared::Lesson::One,
@@ -17,3 +20,91 @@ shared::descriptor_suite!(
     env!("CARGO_BIN_EXE_lesson1"),
     ["--threads", "100"]
 );
+
+/// Set in the child process `no_descriptor_and_nothing_in_flight_is_a_connect_error`
+/// starts (this test binary again, under a low `ulimit -n`).
+const NO_FD_CHILD: &str = "LESSON1_CRAWL_NO_FD_CHILD";
+
+/// One thread, every descriptor in use: the root's socket cannot be made,
+/// and no other fetch is in flight to free one, so `Crawler::get` returns a
+/// `connect` error, `too many open files`, instead of waiting. It runs in a
+/// child process under `ulimit -n 64`, because using up the descriptors
+/// would fail every other test of this process meanwhile.
+#[test]
+fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
+    use shared::fixtures::server::{Site, TestServer};
+    use shared::log::{Level, Log};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    if std::env::var_os(NO_FD_CHILD).is_some() {
+        let server = TestServer::start(Site::new().page("/", "no links"));
+        let root = server.url("/");
+        let mut config = shared::Config::new(shared::Lesson::One, [root.clone()]);
+        config.log = Log::capture(Level::Debug);
+        config.threads = 1;
+        config.obey_robots = false;
+        config.timeout = Duration::from_secs(5);
+        // Use up every descriptor left (at most the 64 of the limit).
+        let mut held = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            held.push(file);
+            assert!(held.len() < 1_000, "ulimit -n 64 did not limit the files");
+        }
+        let report = lesson1_threadpool::crawl(&config);
+        drop(held);
+        let report = report.expect("the crawl");
+        let error = report
+            .get(&root)
+            .and_then(|s| s.error.clone())
+            .unwrap_or_else(|| panic!("{root} is not a failed URL in:\n{}", report.render()));
+        assert_eq!(
+            (error.kind, error.message.as_str()),
+            (shared::FailKind::Connect, "too many open files"),
+            "the root's error with no descriptor left and no other fetch in flight: \
+             `Crawler::get` gives up with a `connect` error, `too many open files`, when \
+             the guard's `out_of_descriptors()` says no other fetch will free one"
+        );
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(exe)
+        .args([
+            "--exact",
+            "no_descriptor_and_nothing_in_flight_is_a_connect_error",
+            "--test-threads",
+            "1",
+        ])
+        .env(NO_FD_CHILD, "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > give_up {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "a one-thread crawl with no descriptor left (this test, rerun under ulimit \
+                 -n 64) did not end within 30 s: with no other fetch in flight, \
+                 `Crawler::get` must return a `connect` error, `too many open files`, \
+                 instead of waiting for a descriptor no fetch will free"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
+    assert!(
+        status.success(),
+        "the one-thread crawl with no descriptor left (this test, rerun under ulimit -n \
+         64) failed; it printed:\n{stderr}"
+    );
+}

@@ -233,3 +233,113 @@ fn a_thread_count_the_system_cannot_give_is_an_error_not_an_abort() {
         "requests made with an impossible --threads: none, it is refused before crawling"
     );
 }
+
+/// The status line's drawing whose counts begin `done {done} ·`, from a
+/// log made with `with_status_line` (each drawing is captured as a line
+/// beginning with `\r`).
+fn drawing_with_done(log: &Log, done: usize) -> String {
+    let lines = log.lines();
+    lines
+        .iter()
+        .find(|line| line.starts_with(&format!("\rdone {done} · ")))
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "no status line drawn with `done {done}` (each URL's line redraws it); \
+                 drawings: {lines:?}"
+            )
+        })
+}
+
+/// `queued` on the status line counts the URLs waiting, not those in
+/// flight: when one of two pages is done and the other is still being
+/// fetched, nothing is queued.
+#[test]
+fn the_status_line_does_not_count_a_fetch_in_flight_as_queued() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/fast">f</a> <a href="/slow">s</a>"#)
+            .route(
+                "/fast",
+                Route::html("fast").delay(Duration::from_millis(300)),
+            )
+            .route(
+                "/slow",
+                Route::html("slow").delay(Duration::from_millis(1_500)),
+            ),
+    );
+    let mut config = config(&server, 2);
+    config.log = Log::capture(Level::Info).with_status_line();
+    let report = crawl(&config).unwrap();
+    assert_eq!(
+        report.stats.len(),
+        3,
+        "URLs reported: /, /fast and /slow\n{}",
+        report.render()
+    );
+    let drawing = drawing_with_done(&config.log, 2);
+    assert!(
+        drawing.starts_with("\rdone 2 · in flight 1 · queued 0 · "),
+        "the status line drawn when /fast's line is recorded (/ and /fast done, /slow \
+         still in flight for over a second): expected `done 2 · in flight 1 · queued 0`, \
+         queued being the URLs seen less those done, in flight and left by --max-pages; \
+         drew {drawing:?}"
+    );
+}
+
+/// `queued` on the status line leaves out the URLs `--max-pages` refused:
+/// they will never be fetched.
+#[test]
+fn the_status_line_does_not_count_urls_over_max_pages_as_queued() {
+    let server = TestServer::start(slow_site(3, Duration::from_millis(300)));
+    let mut config = config(&server, 2);
+    config.max_pages = Some(2);
+    config.log = Log::capture(Level::Info).with_status_line();
+    let report = crawl(&config).unwrap();
+    assert_eq!(
+        report.stats.len(),
+        2,
+        "URLs reported with --max-pages 2: / and one slow page\n{}",
+        report.render()
+    );
+    let drawing = drawing_with_done(&config.log, 2);
+    assert!(
+        drawing.starts_with("\rdone 2 · in flight 0 · queued 0 · "),
+        "the status line drawn when the one slow page --max-pages 2 allows is recorded \
+         (the other thread found the two others over the limit meanwhile): expected \
+         `done 2 · in flight 0 · queued 0`, queued leaving out the URLs --max-pages left \
+         (`turns.over_limit()`); drew {drawing:?}"
+    );
+}
+
+/// With debug lines shown (`-v`), each link of a page gets a line saying
+/// whether this page queued it or it was already seen.
+#[test]
+fn debug_lines_say_which_links_were_queued_and_which_were_already_seen() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a>"#)
+            .page("/a", r#"<a href="/">home</a>"#),
+    );
+    let mut config = config(&server, 1);
+    config.log = Log::capture(Level::Debug);
+    crawl(&config).unwrap();
+    let (root, a) = (server.url("/"), server.url("/a"));
+    let lines = config.log.lines();
+    for (expected, what) in [
+        (
+            format!("queue {a} from {root}"),
+            "/a, new when / links to it",
+        ),
+        (
+            format!("skip {root} from {a}: already seen"),
+            "/, a root, seen from the start when /a links back to it",
+        ),
+    ] {
+        assert!(
+            lines.contains(&expected),
+            "no debug line `{expected}` ({what}): with debug lines shown, `log_queued` \
+             writes one line per link of a page; lines were: {lines:#?}"
+        );
+    }
+}
