@@ -188,10 +188,17 @@ fn a_refused_address_is_skipped_for_the_next() {
     fetcher.borrow_mut().connect_any(vec![closed, addr]);
     drop(fetcher);
     event_loop.run_forever().unwrap();
+    // Checked before joining the server: a fetch that never connected
+    // would leave it waiting in `accept` forever.
+    let status = response(
+        outcome
+            .take()
+            .expect("`done` was called: the loop ended, so the fetch must have"),
+    )
+    .status;
     server.join().unwrap();
     assert_eq!(
-        response(outcome.take().unwrap()).status,
-        204,
+        status, 204,
         "the status from the second address, after the first refused the connection"
     );
 }
@@ -267,6 +274,12 @@ fn done_runs_on_the_next_turn_never_inside_fetch() {
         outcome.borrow().is_none(),
         "`done` was called inside `fetch`; it must run on a later turn of the loop"
     );
+    // Checked first, so that a fetch that scheduled nothing fails here
+    // instead of blocking in `run_once`'s poll forever.
+    assert!(
+        event_loop.has_work(),
+        "the loop has nothing to do after `fetch` of an https URL: the failed fetch must          hand `done` to `call_soon` (through `finish`): {event_loop:?}"
+    );
     event_loop.run_once().unwrap();
     assert_eq!(
         error(outcome.take().unwrap()).kind,
@@ -318,8 +331,9 @@ fn a_fetch_marks_its_phases_for_the_trace_in_order() {
     span.in_scope(|| fetcher.borrow_mut().fetch(span.clone()));
     drop(fetcher);
     event_loop.run_forever().unwrap();
-    server.join().unwrap();
+    // Checked before joining the server, as above.
     let status = response(outcome.take().expect("done was called")).status;
+    server.join().unwrap();
     span.end(&shared::FetchStatistic {
         url: url.clone(),
         status: Some(status),
