@@ -291,7 +291,9 @@ fn the_status_line_does_not_count_a_fetch_in_flight_as_queued() {
 /// they will never be fetched.
 #[test]
 fn the_status_line_does_not_count_urls_over_max_pages_as_queued() {
-    let server = TestServer::start(slow_site(3, Duration::from_millis(300)));
+    // A second for the one page fetched: time enough, on a busy machine,
+    // for the other thread to find the two others over the limit first.
+    let server = TestServer::start(slow_site(3, Duration::from_secs(1)));
     let mut config = config(&server, 2);
     config.max_pages = Some(2);
     config.log = Log::capture(Level::Info).with_status_line();
