@@ -502,3 +502,31 @@ fn deregistering_twice_frees_the_slot_once() {
     event_loop.deregister(&mut second, a);
     event_loop.deregister(&mut third, b);
 }
+
+/// A turn that comes early, for a callback that is ready, runs only the
+/// timers already due: one set for an hour later stays pending.
+#[test]
+fn a_turn_before_a_timer_is_due_does_not_run_it() {
+    let event_loop = EventLoop::new().unwrap();
+    let ran = Rc::new(Cell::new(false));
+    let flag = Rc::clone(&ran);
+    event_loop.call_later(Duration::from_secs(3600), move || flag.set(true));
+    let soon = Rc::new(Cell::new(false));
+    let s = Rc::clone(&soon);
+    event_loop.call_soon(move || s.set(true));
+    event_loop.run_once().unwrap();
+    assert!(
+        soon.get(),
+        "a `call_soon` callback after one turn: it ran (the turn did not wait for the timer)"
+    );
+    assert!(
+        !ran.get(),
+        "a timer due in an hour ran on a turn that came at once: a turn moves only the \
+         timers whose deadline has passed to the ready queue"
+    );
+    assert_eq!(
+        event_loop.pending_timers(),
+        1,
+        "timers pending after that turn: the hour-long one is still set"
+    );
+}
