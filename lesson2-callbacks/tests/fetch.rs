@@ -61,8 +61,36 @@ fn fetcher(
 }
 
 /// Run one fetch to its end; the loop must then be empty: socket
-/// unregistered, timer cancelled, fetcher freed.
+/// unregistered, timer cancelled, fetcher freed. The fetch runs on a thread
+/// of its own, so that one that never ends fails the test, `timeout` plus
+/// 20 s later, instead of hanging it.
 fn fetch_one(url: &str, timeout: Duration) -> Fetched {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = url.to_owned();
+    let worker = thread::spawn(move || {
+        // The receiver may be gone (the test gave up): nothing to tell.
+        let _ = tx.send(fetch_one_here(&owned, timeout));
+    });
+    match rx.recv_timeout(timeout + Duration::from_secs(20)) {
+        Ok(fetched) => {
+            worker.join().unwrap();
+            fetched
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+            "the fetch did not end 20 s after its {timeout:?} deadline: a step that \
+             retries an error forever (one taken for `WouldBlock` or `Interrupted`), or \
+             a socket left waiting with no deadline armed (`timed_out` through \
+             `call_later`)"
+        ),
+        // The fetch panicked: report its panic.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(worker.join().unwrap_err())
+        }
+    }
+}
+
+/// [`fetch_one`]'s fetch, on the calling thread.
+fn fetch_one_here(url: &str, timeout: Duration) -> Fetched {
     let event_loop = EventLoop::new().unwrap();
     let (fetcher, outcome) = fetcher(&event_loop, url, timeout);
     fetcher.borrow_mut().fetch(FetchSpan::off());
