@@ -161,6 +161,16 @@ pub fn show_lines(lines: &[String]) -> String {
     )
 }
 
+/// What a program printed, for a failure message: its first and last
+/// lines, as [`show_lines`] shows a log.
+fn printed(text: &str) -> String {
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    show_lines(&lines)
+}
+
 /// The lines of `lines` that contain `word`, for a failure message: a line
 /// worded a little differently from the one a check looks for shows here.
 pub fn lines_mentioning(lines: &[String], word: &str) -> String {
@@ -1017,15 +1027,27 @@ pub fn command_under_limit(
 /// `libc` is needed; the program reads it back through
 /// [`crate::net::socket_budget`].
 pub fn run_program(program: &str, args: &[&str], fd_limit: Option<usize>) -> ProgramRun {
+    let mut command = command_under_limit(program, fd_limit);
+    command.args(args);
+    run_within_deadline(
+        command,
+        &format!("{program} {args:?} (ulimit -n {fd_limit:?})"),
+    )
+}
+
+/// Run `command` to its end, for at most [`CASE_DEADLINE`]: past it, the
+/// process is killed and the test fails naming `what` and showing what it
+/// printed, so a crawl that never ends (a depth that never grows, say) is
+/// a red test with a message, not a hung one.
+pub fn run_within_deadline(mut command: std::process::Command, what: &str) -> ProgramRun {
     use std::io::Read;
     use std::process::Stdio;
-    let mut child = command_under_limit(program, fd_limit)
-        .args(args)
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("run {program} under sh: {e}"));
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
     // Drain both pipes while the child runs: a long report fills a pipe,
     // and a child blocked on a full pipe never exits.
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
@@ -1058,9 +1080,9 @@ pub fn run_program(program: &str, args: &[&str], fd_limit: Option<usize>) -> Pro
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "{program} {args:?} did not finish within {CASE_DEADLINE:?} \
-                 (ulimit -n {fd_limit:?}); it printed:\n{}",
-                stderr.join().unwrap_or_default()
+                "{what} did not finish within {CASE_DEADLINE:?}; it printed:\n{}{}",
+                printed(&stdout.join().unwrap_or_default()),
+                printed(&stderr.join().unwrap_or_default())
             );
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -1900,13 +1922,20 @@ pub fn page_and_depth_limits(lesson: Lesson, crawl: CrawlFn) {
 pub fn status_line_on_a_terminal(program: &str) {
     let shell_quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     let command = format!("{} --demo", shell_quote(program));
-    let out = std::process::Command::new("script")
-        .args(["-q", "-e", "-c", &command, "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("script(1) runs a program on a pseudo-terminal: install util-linux");
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut script = std::process::Command::new("script");
+    script.args(["-q", "-e", "-c", &command, "/dev/null"]);
+    let out = run_within_deadline(
+        script,
+        &format!("`{command}` on a pseudo-terminal (script(1), from util-linux)"),
+    );
+    assert_eq!(
+        out.code,
+        Some(0),
+        "exit status of `{command}` on a terminal: 0, a crawl that finished\n{}{}",
+        out.stdout,
+        out.stderr
+    );
+    let text = out.stdout;
     let (before, _report) = text
         .split_once("*** Report ***")
         .unwrap_or_else(|| panic!("no report in {text:?}"));
@@ -1930,12 +1959,16 @@ pub fn status_line_on_a_terminal(program: &str) {
     // `--max-pages`: lesson 1's other threads may refuse links over the
     // limit before the root's line is drawn, or after.)
     let command = format!("{} --demo --delay 0.25 --max-depth 1", shell_quote(program));
-    let out = std::process::Command::new("script")
-        .args(["-q", "-e", "-c", &command, "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("script(1) runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut script = std::process::Command::new("script");
+    script.args(["-q", "-e", "-c", &command, "/dev/null"]);
+    let text = run_within_deadline(
+        script,
+        &format!(
+            "`{command}` on a pseudo-terminal (the demo site's root and its links only: \
+             a crawl that goes deeper, or never ends, has lost track of each URL's depth)"
+        ),
+    )
+    .stdout;
     let root_new = text
         .lines()
         .find_map(|line| {
@@ -1954,11 +1987,9 @@ pub fn status_line_on_a_terminal(program: &str) {
     let first = format!("\rdone 1 · in flight 0 · queued {root_new} · ");
     assert!(text.contains(&first), "{first:?} not in {text:?}");
 
-    let piped = std::process::Command::new(program)
-        .arg("--demo")
-        .output()
-        .expect("run the lesson");
-    let stderr = String::from_utf8_lossy(&piped.stderr);
+    let mut piped = std::process::Command::new(program);
+    piped.arg("--demo");
+    let stderr = run_within_deadline(piped, &format!("{program} --demo, piped")).stderr;
     assert!(
         stderr.contains(" 200 text/html "),
         "piped, `--demo` prints a line per URL on stderr (` 200 text/html ` for a page); \
