@@ -411,3 +411,27 @@ fn a_connection_reset_while_the_request_is_written_is_a_reset() {
          connection): `send_request` must end the fetch with the write's error (`fail`); {err}"
     );
 }
+
+#[test]
+fn a_connection_reset_while_the_response_is_awaited_is_the_reads_error() {
+    let (addr, server) = server(|mut conn| {
+        read_request(&mut conn);
+        // A linger of zero turns the close into a reset.
+        socket2::SockRef::from(&conn)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+    });
+    let err = error(fetch_one(
+        &format!("http://{addr}/"),
+        Duration::from_secs(5),
+    ));
+    server.join().unwrap();
+    assert_eq!(
+        (err.kind, err.message.as_str()),
+        (FailKind::Reset, "connection reset by peer"),
+        "the error of a fetch whose server reset the connection instead of answering: \
+         `read_response` must end the fetch with the read's own error \
+         (`FetchError::from_io`), not wait for another event (a `timeout`) nor read on \
+         (`connection closed before the response`); {err}"
+    );
+}
