@@ -21,7 +21,26 @@ fn server(serve: impl FnOnce(StdStream) + Send + 'static) -> (SocketAddr, thread
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let handle = thread::spawn(move || {
-        let (conn, _) = listener.accept().unwrap();
+        // Waits 30 s at most: a fetch that never connects then fails the
+        // test (the test joins this thread) instead of hanging it.
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let conn = loop {
+            match listener.accept() {
+                Ok((conn, _)) => break conn,
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the test's server waited 30 s for the fetch to connect: \
+                         `connect_any` and `connect` must start a connect to each \
+                         address in turn"
+                    );
+                    thread::sleep(Duration::from_millis(5));
+                }
+                Err(err) => panic!("the test's server cannot accept: {err}"),
+            }
+        };
+        conn.set_nonblocking(false).unwrap();
         serve(conn);
     });
     (addr, handle)
