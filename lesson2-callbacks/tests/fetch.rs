@@ -84,24 +84,37 @@ fn fetcher(
 /// of its own, so that one that never ends fails the test, `timeout` plus
 /// 20 s later, instead of hanging it.
 fn fetch_one(url: &str, timeout: Duration) -> Fetched {
-    let (tx, rx) = std::sync::mpsc::channel();
     let owned = url.to_owned();
+    bounded(
+        timeout + Duration::from_secs(20),
+        "a step that retries an error forever (one taken for `WouldBlock` or \
+         `Interrupted`), or a socket left waiting with no deadline armed (`timed_out` \
+         through `call_later`)",
+        move || fetch_one_here(&owned, timeout),
+    )
+}
+
+/// Run `work` on a thread of its own and wait at most `limit` for it: past
+/// that the test fails, naming `what_to_check`, instead of hanging. A panic
+/// in `work` is the test's panic.
+fn bounded<T: Send + 'static>(
+    limit: Duration,
+    what_to_check: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
     let worker = thread::spawn(move || {
         // The receiver may be gone (the test gave up): nothing to tell.
-        let _ = tx.send(fetch_one_here(&owned, timeout));
+        let _ = tx.send(work());
     });
-    match rx.recv_timeout(timeout + Duration::from_secs(20)) {
-        Ok(fetched) => {
+    match rx.recv_timeout(limit) {
+        Ok(value) => {
             worker.join().unwrap();
-            fetched
+            value
         }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
-            "the fetch did not end 20 s after its {timeout:?} deadline: a step that \
-             retries an error forever (one taken for `WouldBlock` or `Interrupted`), or \
-             a socket left waiting with no deadline armed (`timed_out` through \
-             `call_later`)"
-        ),
-        // The fetch panicked: report its panic.
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the fetch did not end within {limit:?}: look for {what_to_check}")
+        }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
             std::panic::resume_unwind(worker.join().unwrap_err())
         }
@@ -225,24 +238,26 @@ fn a_refused_address_is_skipped_for_the_next() {
         read_request(&mut conn);
         conn.write_all(b"HTTP/1.0 204 No Content\r\n\r\n").unwrap();
     });
-    let event_loop = EventLoop::new().unwrap();
-    let (fetcher, outcome) = fetcher(
-        &event_loop,
-        &format!("http://{addr}/"),
-        Duration::from_secs(10),
+    let url = format!("http://{addr}/");
+    let fetched = bounded(
+        Duration::from_secs(30),
+        "a `connected` that does not take the refused connect's error and `connect` to \
+         the next address (this fetch has no deadline: `connect_any` is called directly)",
+        move || {
+            let event_loop = EventLoop::new().unwrap();
+            let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(10));
+            // As if the host had resolved to two addresses, the first one dead.
+            fetcher.borrow_mut().connect_any(vec![closed, addr]);
+            drop(fetcher);
+            event_loop.run_forever().unwrap();
+            outcome.take()
+        },
     );
-    // As if the host had resolved to two addresses, the first one dead.
-    fetcher.borrow_mut().connect_any(vec![closed, addr]);
-    drop(fetcher);
-    event_loop.run_forever().unwrap();
     // Checked before joining the server: a fetch that never connected
-    // would leave it waiting in `accept` forever.
-    let status = response(
-        outcome
-            .take()
-            .expect("`done` was called: the loop ended, so the fetch must have"),
-    )
-    .status;
+    // would leave it waiting for a connection.
+    let status =
+        response(fetched.expect("`done` was called: the loop ended, so the fetch must have"))
+            .status;
     server.join().unwrap();
     assert_eq!(
         status, 204,
