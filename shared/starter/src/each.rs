@@ -23,8 +23,13 @@
 //!
 //! One build per lesson then serves every function: a run with
 //! `STARTER_BLANK=ID` in its environment behaves as the lesson with only
-//! that function blank. The switch reads the variable once per function
-//! (the `OnceLock`), so a hot function costs a load and a branch per call.
+//! that function blank. (The switch's test also reads `"stages K.."`,
+//! [`from_stage`]: every function of stage K and of the stages after it
+//! blank, the starter with stages 1 to K-1 written. `starter verify`
+//! checks stages 2 and later that way, on this same build, instead of
+//! building a starter for each.) The switch reads the variable once per
+//! function (the `OnceLock`), so a hot function costs a load and a branch
+//! per call.
 //! It is written on the line of the body's `{`, so every other line keeps
 //! its number and a panic's location reads as in the lesson.
 //!
@@ -47,8 +52,16 @@ use crate::run;
 use crate::stages::{StageList, TestSelection};
 
 /// The environment variable that switches one blank on: its value is the
-/// function's `FILE: PATH`, as the stage list names it.
+/// function's `FILE: PATH`, as the stage list names it, or
+/// [`from_stage`]'s value, which switches on a stage's and every later
+/// stage's.
 pub const SWITCH: &str = "STARTER_BLANK";
+
+/// The value of [`SWITCH`] that blanks every function of stage `k` and of
+/// the stages after it: the starter with stages `1..k` written.
+pub fn from_stage(k: usize) -> String {
+    format!("stages {k}..")
+}
 
 /// A test that takes no more than this with no blank is given this long
 /// before it counts as hung (scaled up for slower ones, see [`limit_for`]).
@@ -78,7 +91,7 @@ pub fn switched_files(root: &Path, list: &StageList) -> Result<(Files, Vec<Blank
     // A starter with every stage written: the lesson, standing alone.
     let mut files = crate::starter_files(root, list, list.stages.len())?;
     let mut blanks = Vec::new();
-    let mut by_file: BTreeMap<PathBuf, Vec<(FnPath, String)>> = BTreeMap::new();
+    let mut by_file: BTreeMap<PathBuf, Vec<(FnPath, usize, String)>> = BTreeMap::new();
     for (i, stage) in list.stages.iter().enumerate() {
         let message = list.todo_message(i + 1, stage);
         for spec in &stage.blank {
@@ -89,7 +102,7 @@ pub fn switched_files(root: &Path, list: &StageList) -> Result<(Files, Vec<Blank
             by_file
                 .entry(Path::new("src").join(&path.file))
                 .or_default()
-                .push((path.clone(), message.clone()));
+                .push((path.clone(), i + 1, message.clone()));
             blanks.push(Blank { stage: i + 1, path });
         }
     }
@@ -108,11 +121,14 @@ pub fn switched_files(root: &Path, list: &StageList) -> Result<(Files, Vec<Blank
 }
 
 /// `text` with a switch at the start of each function's body.
-fn switch_all(text: &str, switches: &[(FnPath, String)]) -> Result<String> {
+fn switch_all(text: &str, switches: &[(FnPath, usize, String)]) -> Result<String> {
     let mut edits = Vec::new();
-    for (path, message) in switches {
+    for (path, stage, message) in switches {
         let found = blank::find(text, path)?;
-        edits.push((switch_point(text, &found)?, switch_code(path, message)));
+        edits.push((
+            switch_point(text, &found)?,
+            switch_code(path, *stage, message),
+        ));
     }
     edits.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     let mut out = text.to_string();
@@ -167,14 +183,18 @@ fn switch_point(text: &str, found: &blank::FoundFn) -> Result<usize> {
     Ok(found.body.start + body.len() - after_move.len() + 1)
 }
 
-/// The switch: on when [`SWITCH`] names `path`, read once per function.
-fn switch_code(path: &FnPath, message: &str) -> String {
+/// The switch: on when [`SWITCH`] names `path`, or names (with
+/// [`from_stage`]) its stage `stage` or an earlier one; read once per
+/// function.
+fn switch_code(path: &FnPath, stage: usize, message: &str) -> String {
     // `todo!` formats its argument: braces would be format placeholders.
     let message = format!("{:?}", message.replace('{', "{{").replace('}', "}}"));
     let id = format!("{:?}", path.to_string());
     format!(
         " {{ static STARTER_BLANK: ::std::sync::OnceLock<bool> = ::std::sync::OnceLock::new(); \
-         if *STARTER_BLANK.get_or_init(|| ::std::env::var_os({SWITCH:?}).is_some_and(|v| v == {id})) \
+         if *STARTER_BLANK.get_or_init(|| ::std::env::var_os({SWITCH:?}).is_some_and(|v| v == {id} \
+         || v.to_str().and_then(|v| v.strip_prefix(\"stages \")?.strip_suffix(\"..\")?.parse::<usize>().ok()) \
+         .is_some_and(|from| from <= {stage}))) \
          {{ todo!({message}) }} }}"
     )
 }
@@ -534,6 +554,56 @@ fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+/// A lesson's switched copy: its files, its blanks, and the lock on the
+/// directory it is built in, held while it lives.
+pub struct Switched {
+    /// Where the copy is written (a fixed place in the starters' target
+    /// directory, see [`verify`]).
+    pub dir: PathBuf,
+    files: Files,
+    /// Every blanked function, in stage order.
+    pub blanks: Vec<Blank>,
+    _lock: ScratchLock,
+}
+
+impl Switched {
+    /// The switched copy of `list`'s lesson, to be built in `dir`, which
+    /// it holds until dropped (waiting for another run that holds it).
+    pub fn prepare(root: &Path, list: &StageList, dir: &Path) -> Result<Switched> {
+        let (files, blanks) = switched_files(root, list)?;
+        // Another run of this lesson (a colleague's, in the same checkout)
+        // would rewrite the copy and its binaries under this one.
+        let lock = ScratchLock::take(dir)?;
+        Ok(Switched {
+            dir: dir.to_path_buf(),
+            files,
+            blanks,
+            _lock: lock,
+        })
+    }
+
+    /// Writes the copy (only files that changed) and builds the test
+    /// targets of every stage with `target_dir` as its target directory;
+    /// an unchanged copy built last there is not compiled again.
+    /// `Ok(Err(text))` when it does not compile.
+    pub fn build(
+        &self,
+        list: &StageList,
+        target_dir: &Path,
+    ) -> Result<std::result::Result<BTreeMap<String, PathBuf>, String>> {
+        write_files(&self.dir, &self.files)?;
+        let mut targets: Vec<String> = Vec::new();
+        for stage in &list.stages {
+            for s in stage.selections() {
+                if !targets.contains(&s.target) {
+                    targets.push(s.target);
+                }
+            }
+        }
+        run::build_tests(&self.dir, &targets, Some(target_dir))
+    }
+}
+
 /// Checks every blanked function of `list`'s lesson: builds the switched
 /// copy in `scratch` (with `target_dir` as its target directory), runs the
 /// stages with no blank, then each function's stage with it blank, `jobs`
@@ -546,34 +616,35 @@ pub fn verify_lesson(
     limit: Duration,
     jobs: usize,
 ) -> Result<LessonReport> {
+    let switched = Switched::prepare(root, list, scratch)?;
+    verify_switched(list, &switched, target_dir, limit, jobs)
+}
+
+/// [`verify_lesson`] with the switched copy prepared (and perhaps built
+/// already: then cargo finds nothing to do).
+pub fn verify_switched(
+    list: &StageList,
+    switched: &Switched,
+    target_dir: &Path,
+    limit: Duration,
+    jobs: usize,
+) -> Result<LessonReport> {
     let started = Instant::now();
     let mut report = LessonReport {
         lesson: list.lesson.clone(),
         outcomes: Vec::new(),
         problems: Vec::new(),
     };
-    let (files, blanks) = switched_files(root, list)?;
+    let blanks = switched.blanks.clone();
+    let scratch = switched.dir.as_path();
     say(&format!(
         "== each function of {}: {} blanked in {} stages, one build, {SWITCH}=ID switches one on",
         list.lesson,
         blanks.len(),
         list.stages.len()
     ));
-    // Another run of this lesson (a colleague's, in the same checkout)
-    // would rewrite the copy and its binaries under this one.
-    let _lock = ScratchLock::take(scratch)?;
     let build_started = Instant::now();
-    write_files(scratch, &files)?;
-
-    let mut targets: Vec<String> = Vec::new();
-    for stage in &list.stages {
-        for s in stage.selections() {
-            if !targets.contains(&s.target) {
-                targets.push(s.target);
-            }
-        }
-    }
-    let exes = match run::build_tests(scratch, &targets, Some(target_dir))? {
+    let exes = match switched.build(list, target_dir)? {
         Ok(exes) => exes,
         Err(errors) => {
             report.problems.push(format!(
@@ -797,28 +868,24 @@ fn runs_text(runs: usize) -> String {
     }
 }
 
-/// Runs [`verify_lesson`] for each of `lists`, prints the per-lesson
-/// summaries, and last `N of M blanked functions caught by their own
-/// stage`. Returns whether every function was caught and nothing went wrong.
-pub fn verify(
-    root: &Path,
-    lists: &[StageList],
-    target_dir: &Path,
-    limit: Duration,
-) -> Result<bool> {
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut reports = Vec::new();
-    for list in lists {
-        // A fixed place in the starters' target directory, not a fresh
-        // temporary one: cargo keys a crate's artifacts by its path, so a
-        // new path each run would leave a new set of test binaries behind
-        // each time, and an unchanged copy (files rewritten only when they
-        // differ) is not built again.
-        let scratch = target_dir.join("each").join(&list.lesson);
-        reports.push(verify_lesson(
-            root, list, &scratch, target_dir, limit, jobs,
-        )?);
-    }
+/// Where `list`'s switched copy is built: a fixed place in the starters'
+/// target directory `target_dir`, not a fresh temporary one: cargo keys a
+/// crate's artifacts by its path, so a new path each run would leave a new
+/// set of test binaries behind each time, and an unchanged copy (files
+/// rewritten only when they differ) is not built again.
+pub fn scratch_dir(target_dir: &Path, list: &StageList) -> PathBuf {
+    target_dir.join("each").join(&list.lesson)
+}
+
+/// How many test binaries run at a time: one per core.
+pub fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Prints the per-lesson summaries of `reports` (one per list of `lists`),
+/// and last `N of M blanked functions caught by their own stage`. Returns
+/// whether every function was caught and nothing went wrong.
+pub fn summarize(reports: &[LessonReport], lists: &[StageList]) -> bool {
     let mut caught = 0;
     let mut total = 0;
     let mut problems = 0;
@@ -861,7 +928,7 @@ pub fn verify(
     say(&format!(
         "{caught} of {total} blanked functions caught by their own stage"
     ));
-    Ok(caught == total && problems == 0)
+    caught == total && problems == 0
 }
 
 #[cfg(test)]
@@ -893,10 +960,16 @@ impl Counter {
 }
 "#;
 
-    fn switches(specs: &[&str]) -> Vec<(FnPath, String)> {
+    /// Each function of `specs` blanked by stage 1, 2, 3, … in order.
+    fn switches(specs: &[&str]) -> Vec<(FnPath, usize, String)> {
         specs
             .iter()
-            .map(|s| (FnPath::parse(s).unwrap(), format!("stage 1: {{{s}}}")))
+            .enumerate()
+            .map(|(i, s)| {
+                let stage = i + 1;
+                let message = format!("stage {stage}: {{{s}}}");
+                (FnPath::parse(s).unwrap(), stage, message)
+            })
             .collect()
     }
 
@@ -914,8 +987,8 @@ impl Counter {
         syn::parse_file(&out).expect("the switched file parses");
         assert_eq!(out.lines().count(), SAMPLE.lines().count());
         let mut without = out.clone();
-        for (path, message) in &switches {
-            let code = switch_code(path, message);
+        for (path, stage, message) in &switches {
+            let code = switch_code(path, *stage, message);
             assert_eq!(out.matches(&code).count(), 1, "{path}: one switch");
             without = without.replace(&code, "");
         }
@@ -924,9 +997,11 @@ impl Counter {
             "taking the switches out gives the file back"
         );
         // Braces escaped for `todo!`'s format string.
-        assert!(out.contains(
-            "v == \"a.rs: Counter::bump\")) { todo!(\"stage 1: {{a.rs: Counter::bump}}\") }"
-        ));
+        assert!(out.contains("v == \"a.rs: Counter::bump\" || "), "{out}");
+        assert!(
+            out.contains("from <= 2))) { todo!(\"stage 2: {{a.rs: Counter::bump}}\") }"),
+            "{out}"
+        );
         // Inside the `async move` block, so calling `later` does not panic.
         assert!(out.contains("async move { { static STARTER_BLANK"), "{out}");
     }
@@ -979,6 +1054,23 @@ impl Counter {
         );
         let (ok, _, stderr) = run(Some("a.rs: Counter::bump"));
         assert!(!ok && stderr.contains("Counter::bump"), "{stderr}");
+        // A stage and every later one: `add` (stage 1) stays written,
+        // `bump` (stage 2) is blank.
+        let (ok, _, stderr) = run(Some(&from_stage(2)));
+        assert!(
+            !ok && stderr.contains("not yet implemented: stage 2: {a.rs: Counter::bump}"),
+            "stages 2..: {stderr}"
+        );
+        let (ok, stdout, _) = run(Some(&from_stage(3)));
+        assert!(
+            ok && stdout == "4",
+            "stages 3..: add (1) and bump (2) written ({stdout})"
+        );
+        let (ok, _, stderr) = run(Some(&from_stage(1)));
+        assert!(
+            !ok && stderr.contains("{a.rs: add}"),
+            "stages 1..: {stderr}"
+        );
         // A future's blank panics when polled, as a starter's does, not
         // when the function is called.
         let (ok, stdout, _) = run(Some("a.rs: Counter::later"));
@@ -990,7 +1082,8 @@ impl Counter {
     #[test]
     fn a_future_body_that_is_not_one_async_block_is_refused() {
         let text = "fn f() -> impl std::future::Future<Output = ()> { let x = 1; async move { let _ = x; } }\n";
-        let err = switch_all(text, &[(FnPath::parse("a.rs: f").unwrap(), "m".into())]).unwrap_err();
+        let err =
+            switch_all(text, &[(FnPath::parse("a.rs: f").unwrap(), 1, "m".into())]).unwrap_err();
         assert!(err.to_string().contains("not one `async` block"), "{err}");
     }
 

@@ -101,8 +101,9 @@ enum Cmd {
         /// checking them.
         #[arg(long)]
         write_pages: bool,
-        /// Instead: prove that each blanked function alone, blank, fails a
-        /// test of its own stage (one build per lesson; see each.rs).
+        /// Also prove that each blanked function alone, blank, fails a
+        /// test of its own stage (on the build the stages are checked on;
+        /// see each.rs).
         #[arg(long, conflicts_with = "write_pages")]
         each_function: bool,
     },
@@ -238,35 +239,33 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             let root = starter::workspace_root(cli.root.as_deref())?;
             let lessons = lessons_or_all(lessons);
             let limit = Duration::from_secs(timeout);
-            if each_function {
-                let lists = lessons
-                    .iter()
-                    .map(|l| StageList::load(&root, l))
-                    .collect::<Result<Vec<_>>>()?;
-                let target = std::env::var_os("CARGO_TARGET_DIR")
-                    .map_or_else(|| root.join("target"), PathBuf::from);
-                let all = starter::each::verify(&root, &lists, &target.join("starters"), limit)?;
-                return Ok(if all {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                });
-            }
             let mut problems = Vec::new();
+            let mut lists = Vec::new();
+            let mut reports = Vec::new();
             for lesson in &lessons {
                 let list = StageList::load(&root, lesson)?;
                 problems.extend(contract_problems(&root, &list)?);
-                problems.extend(verify(&root, &list, limit, write_pages)?);
+                let (found, report) = verify(&root, &list, limit, write_pages, each_function)?;
+                problems.extend(found);
+                reports.extend(report);
+                lists.push(list);
             }
-            if problems.is_empty() {
+            let green = problems.is_empty();
+            if green {
                 println!("starter verify: every stage goes from red to green");
-                Ok(ExitCode::SUCCESS)
             } else {
                 for p in &problems {
                     println!("starter verify: {p}");
                 }
-                Ok(ExitCode::from(1))
             }
+            // Last, as `--each-function` promises: `N of N blanked functions
+            // caught by their own stage`.
+            let caught = !each_function || starter::each::summarize(&reports, &lists);
+            Ok(if green && caught {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Cmd::Pages { lessons, check } => {
             let root = starter::workspace_root(cli.root.as_deref())?;
@@ -450,13 +449,23 @@ fn shorten(text: &str, lines: usize) -> String {
 
 /// Every stage of `list`: the lesson passes it; a starter with the stages
 /// before it written passes those and fails it, each test of it, within
-/// the limit. Returns the problems found.
+/// the limit. Returns the problems found, and with `each_function` the
+/// check of each blanked function alone (see each.rs).
+///
+/// Two real starters are written and built, alone in a fresh directory
+/// outside the checkout: the fresh one (stage 1 on its blank; it must
+/// compile) and the one with every stage written (every stage green).
+/// Stages 2 and later are checked on the lesson's switched copy (each.rs),
+/// built once: with `STARTER_BLANK="stages K.."` it behaves as the starter
+/// with stages 1 to K-1 written, without a build per stage. The same build
+/// serves `each_function`.
 fn verify(
     root: &Path,
     list: &StageList,
     limit: Duration,
     write_pages: bool,
-) -> Result<Vec<String>> {
+    each_function: bool,
+) -> Result<(Vec<String>, Option<starter::each::LessonReport>)> {
     let mut problems = Vec::new();
     let m = list.stages.len();
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -464,8 +473,9 @@ fn verify(
         .unwrap_or_else(|| root.join("target"));
     // One target directory for every starter: their dependencies build
     // once. The starter itself is written where a learner's would be: alone
-    // in a fresh directory outside the checkout (rewritten for each stage),
-    // so that a manifest pointing at a path beside it cannot build here.
+    // in a fresh directory outside the checkout (rewritten for each
+    // starter), so that a manifest pointing at a path beside it cannot
+    // build here.
     let starters_target = target.join("starters");
     let alone = tempfile::Builder::new()
         .prefix(&format!("starter-{}-", list.lesson))
@@ -491,97 +501,33 @@ fn verify(
         "   the lesson: {} of {m} stages pass",
         lesson_checked.passing()
     );
-    let mut fresh = None;
-    for k in 1..=m {
-        if scratch.exists() {
-            std::fs::remove_dir_all(&scratch)
-                .with_context(|| format!("remove {}", scratch.display()))?;
-        }
-        write_starter(root, list, &scratch, k - 1)?;
-        let checked = run::check(list, &scratch, k, limit, true, Some(&starters_target))?;
-        let stage = &list.stages[k - 1];
-        let mut line = format!("   stage {k} ({}): ", stage.name);
-        if let Some(errors) = &checked.build_errors {
-            problems.push(format!(
-                "{}: the starter through stage {} does not compile:\n{errors}",
-                list.lesson,
-                k - 1
-            ));
-            line.push_str("does not compile");
-        } else {
-            for (i, o) in checked.outcomes[..k - 1].iter().enumerate() {
-                if !matches!(o, StageOutcome::Passed { .. }) {
-                    problems.push(format!(
-                        "{}: with stages 1..{} written, stage {} ({}) is not green: {}",
-                        list.lesson,
-                        k - 1,
-                        i + 1,
-                        list.stages[i].name,
-                        describe(o)
-                    ));
-                }
-            }
-            match &checked.outcomes[k - 1] {
-                StageOutcome::Failed {
-                    passed,
-                    failed,
-                    timed_out,
-                    ..
-                } => {
-                    let _ = write!(line, "{} tests red on the blank", failed.len());
-                    if !passed.is_empty() {
-                        problems.push(format!(
-                            "{}: stage {k} ({}): these tests pass on the blank, so they do not test it: {}",
-                            list.lesson,
-                            stage.name,
-                            passed.join(", ")
-                        ));
-                    }
-                    if *timed_out {
-                        problems.push(format!(
-                            "{}: stage {k} ({}): a test hung on the blank (stopped after {} s) instead of failing",
-                            list.lesson,
-                            stage.name,
-                            limit.as_secs()
-                        ));
-                    }
-                }
-                other => problems.push(format!(
-                    "{}: stage {k} ({}) is not red on its blank: {}",
-                    list.lesson,
-                    stage.name,
-                    describe(other)
-                )),
-            }
-        }
-        if checked.build_errors.is_none() {
-            problems.extend(skip_problems(list, k, &scratch, &checked, limit)?);
-        }
-        println!("{line}");
-        if k == 1 {
-            // The page shows `check` on a fresh starter as it stops at its
-            // first red stage.
-            let mut shown = run::check(list, &scratch, 1, limit, false, Some(&starters_target))?;
-            for o in shown.outcomes.iter_mut().skip(1) {
-                *o = StageOutcome::NotReached;
-            }
-            fresh = Some(transcript(list, &shown));
-        }
-    }
+
+    // Stage 1, on a real fresh starter: it compiles, and the page shows
+    // `check` on it as it stops at its first red stage.
+    write_starter(root, list, &scratch, 0)?;
+    let fresh = run::check(list, &scratch, 1, limit, false, Some(&starters_target))?;
+    let (line, found) = stage_problems(list, 1, &fresh, &scratch, limit, None)?;
+    problems.extend(found);
+    println!("{line}");
+
     // All written: the starter, outside the checkout, is the lesson, and
-    // passes every stage as the lesson does.
+    // passes every stage as the lesson does. Built before the switched
+    // copy (starters of one lesson share their test binaries' names in the
+    // target directory, so the switched copy's must be the last built
+    // while they run); its line is printed after the stages'.
     std::fs::remove_dir_all(&scratch).with_context(|| format!("remove {}", scratch.display()))?;
     write_starter(root, list, &scratch, m)?;
     let whole = run::check(list, &scratch, m, limit, true, Some(&starters_target))?;
+    let mut whole_problems = Vec::new();
     if let Some(errors) = &whole.build_errors {
-        problems.push(format!(
+        whole_problems.push(format!(
             "{}: the starter with every stage written does not compile:\n{errors}",
             list.lesson
         ));
     }
     for (i, o) in whole.outcomes.iter().enumerate() {
         if whole.build_errors.is_none() && !matches!(o, StageOutcome::Passed { .. }) {
-            problems.push(format!(
+            whole_problems.push(format!(
                 "{}: the starter with every stage written fails stage {} ({}): {}",
                 list.lesson,
                 i + 1,
@@ -590,13 +536,46 @@ fn verify(
             ));
         }
     }
+
+    // Stages 2 to M on the switched copy.
+    let switched = starter::each::Switched::prepare(
+        root,
+        list,
+        &starter::each::scratch_dir(&starters_target, list),
+    )?;
+    match switched.build(list, &starters_target)? {
+        Err(errors) => {
+            for k in 2..=m {
+                problems.push(format!(
+                    "{}: the lesson's switched copy (the starter through stage {}) does not compile:\n{errors}",
+                    list.lesson,
+                    k - 1
+                ));
+                println!(
+                    "   stage {k} ({}): does not compile",
+                    list.stages[k - 1].name
+                );
+            }
+        }
+        Ok(exes) => {
+            for k in 2..=m {
+                let blank = starter::each::from_stage(k);
+                let checked = run::run_stages(list, &exes, &switched.dir, k, limit, Some(&blank))?;
+                let (line, found) =
+                    stage_problems(list, k, &checked, &switched.dir, limit, Some(&blank))?;
+                problems.extend(found);
+                println!("{line}");
+            }
+        }
+    }
+    problems.extend(whole_problems);
     println!(
         "   every stage written: {} of {m} stages pass",
         whole.passing()
     );
     let page = starter_page(
         list,
-        fresh.as_deref().unwrap_or(""),
+        &transcript(list, &fresh),
         &transcript(list, &lesson_checked),
     );
     let path = page_path(root, list);
@@ -611,7 +590,90 @@ fn verify(
             list.lesson
         ));
     }
-    Ok(problems)
+    let report = if each_function {
+        Some(starter::each::verify_switched(
+            list,
+            &switched,
+            &starters_target,
+            limit,
+            starter::each::jobs(),
+        )?)
+    } else {
+        None
+    };
+    Ok((problems, report))
+}
+
+/// Stage `k` checked on its blank (`checked`: stages `1..=k` run in `dir`,
+/// with the stages before `k` written; `blank` as [`run::run_selection`]
+/// takes it): those green, it red, each test of it, and its skip list.
+/// Returns the line to print and the problems found.
+fn stage_problems(
+    list: &StageList,
+    k: usize,
+    checked: &Checked,
+    dir: &Path,
+    limit: Duration,
+    blank: Option<&str>,
+) -> Result<(String, Vec<String>)> {
+    let mut problems = Vec::new();
+    let stage = &list.stages[k - 1];
+    let mut line = format!("   stage {k} ({}): ", stage.name);
+    if let Some(errors) = &checked.build_errors {
+        problems.push(format!(
+            "{}: the starter through stage {} does not compile:\n{errors}",
+            list.lesson,
+            k - 1
+        ));
+        line.push_str("does not compile");
+        return Ok((line, problems));
+    }
+    for (i, o) in checked.outcomes[..k - 1].iter().enumerate() {
+        if !matches!(o, StageOutcome::Passed { .. }) {
+            problems.push(format!(
+                "{}: with stages 1..{} written, stage {} ({}) is not green: {}",
+                list.lesson,
+                k - 1,
+                i + 1,
+                list.stages[i].name,
+                describe(o)
+            ));
+        }
+    }
+    match &checked.outcomes[k - 1] {
+        StageOutcome::Failed {
+            passed,
+            failed,
+            timed_out,
+            ..
+        } => {
+            let _ = write!(line, "{} tests red on the blank", failed.len());
+            if !passed.is_empty() {
+                problems.push(format!(
+                    "{}: stage {k} ({}): these tests pass on the blank, so they do not test it: {}",
+                    list.lesson,
+                    stage.name,
+                    passed.join(", ")
+                ));
+            }
+            if *timed_out {
+                problems.push(format!(
+                    "{}: stage {k} ({}): a test hung on the blank (stopped after {} s) instead of failing",
+                    list.lesson,
+                    stage.name,
+                    limit.as_secs()
+                ));
+            }
+        }
+        other => problems.push(format!(
+            "{}: stage {k} ({}) is not red on its blank: {}",
+            list.lesson,
+            stage.name,
+            describe(other)
+        )),
+    }
+    problems.extend(skip_problems(list, k, dir, checked, limit, blank)?);
+    Ok((line, problems))
 }
 
 /// Stage `k`'s skip list, checked on its blank (the starter in `scratch`,
@@ -623,6 +685,7 @@ fn skip_problems(
     scratch: &Path,
     checked: &Checked,
     limit: Duration,
+    blank: Option<&str>,
 ) -> Result<Vec<String>> {
     let stage = &list.stages[k - 1];
     let mut problems = Vec::new();
@@ -640,7 +703,7 @@ fn skip_problems(
             prefix: Some(name.to_string()),
             except: Vec::new(),
         };
-        let ran = run::run_selection(exe, scratch, &alone, limit)?;
+        let ran = run::run_selection(exe, scratch, &alone, limit, blank)?;
         let passed = ran.passed.iter().any(|n| n == name);
         let failed = ran.failed.iter().find(|(n, _)| n == name);
         if let Some((_, message)) = failed {

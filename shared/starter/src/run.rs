@@ -1,4 +1,4 @@
-//! Running a crate's stages: build the tests once, then each stage's tests
+//! Running a crate's stages: each stage's tests, built just before it runs,
 //! in order, each within a time limit.
 //!
 //! The test binaries are run directly, not through `cargo test`: cargo says
@@ -174,12 +174,15 @@ pub struct TestRun {
     pub output: String,
 }
 
-/// Runs the tests `selection` picks from `exe`, in `dir`, for at most `limit`.
+/// Runs the tests `selection` picks from `exe`, in `dir`, for at most
+/// `limit`; with `blank`, as the value of [`crate::each::SWITCH`] in their
+/// environment (a switched copy's binaries, see each.rs).
 pub fn run_selection(
     exe: &Path,
     dir: &Path,
     selection: &TestSelection,
     limit: Duration,
+    blank: Option<&str>,
 ) -> Result<TestRun> {
     let mut args: Vec<String> = Vec::new();
     if selection.prefix.is_some() || !selection.except.is_empty() {
@@ -218,7 +221,11 @@ pub fn run_selection(
         args.push("--exact".into());
         args.extend(names);
     }
-    let mut child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if let Some(blank) = blank {
+        cmd.env(crate::each::SWITCH, blank);
+    }
+    let mut child = cmd
         .args(&args)
         .current_dir(dir)
         .env("RUST_BACKTRACE", "0")
@@ -372,12 +379,14 @@ impl StageOutcome {
     }
 }
 
-/// Runs one stage's tests with the built binaries `exes`.
+/// Runs one stage's tests with the built binaries `exes` (and `blank`, as
+/// [`run_selection`] takes it).
 pub fn run_stage(
     stage: &Stage,
     exes: &BTreeMap<String, PathBuf>,
     dir: &Path,
     limit: Duration,
+    blank: Option<&str>,
 ) -> Result<StageOutcome> {
     let mut passed = Vec::new();
     let mut failed: Vec<(String, String)> = Vec::new();
@@ -386,7 +395,7 @@ pub fn run_stage(
         let exe = exes
             .get(&selection.target)
             .with_context(|| format!("no test binary for {}", selection.target))?;
-        let run = run_selection(exe, dir, &selection, limit)?;
+        let run = run_selection(exe, dir, &selection, limit, blank)?;
         let prefix = |n: &String| format!("{}::{n}", selection.target);
         passed.extend(run.passed.iter().map(prefix));
         failed.extend(run.failed.iter().map(|(n, m)| (prefix(n), m.clone())));
@@ -451,6 +460,11 @@ impl Checked {
 
 /// Builds the crate in `dir` and runs stages `1..=upto` in order, stopping
 /// at the first red one (or running them all, with `keep_going`).
+///
+/// The tests are built stage by stage, just before the stage runs: a fresh
+/// starter, red at stage 1, builds stage 1's tests only. A crate that does
+/// not compile, whichever stage's build finds it, is reported as before any
+/// stage ran.
 pub fn check(
     list: &StageList,
     dir: &Path,
@@ -459,29 +473,7 @@ pub fn check(
     keep_going: bool,
     target_dir: Option<&Path>,
 ) -> Result<Checked> {
-    let mut targets: Vec<String> = Vec::new();
-    for stage in &list.stages[..upto] {
-        for s in stage.selections() {
-            if !targets.contains(&s.target) {
-                targets.push(s.target);
-            }
-        }
-    }
-    let exes = match build_tests(dir, &targets, target_dir)? {
-        Ok(exes) => exes,
-        Err(errors) => {
-            let outcomes = list
-                .stages
-                .iter()
-                .map(|_| StageOutcome::NotReached)
-                .collect();
-            return Ok(Checked {
-                outcomes,
-                build_errors: Some(errors),
-                exes: BTreeMap::new(),
-            });
-        }
-    };
+    let mut exes = BTreeMap::new();
     let mut outcomes = Vec::new();
     let mut red = false;
     for (i, stage) in list.stages.iter().enumerate() {
@@ -489,7 +481,30 @@ pub fn check(
             outcomes.push(StageOutcome::NotReached);
             continue;
         }
-        let outcome = run_stage(stage, &exes, dir, limit)?;
+        let mut missing: Vec<String> = Vec::new();
+        for s in stage.selections() {
+            if !exes.contains_key(&s.target) && !missing.contains(&s.target) {
+                missing.push(s.target);
+            }
+        }
+        if !missing.is_empty() {
+            match build_tests(dir, &missing, target_dir)? {
+                Ok(built) => exes.extend(built),
+                Err(errors) => {
+                    let outcomes = list
+                        .stages
+                        .iter()
+                        .map(|_| StageOutcome::NotReached)
+                        .collect();
+                    return Ok(Checked {
+                        outcomes,
+                        build_errors: Some(errors),
+                        exes: BTreeMap::new(),
+                    });
+                }
+            }
+        }
+        let outcome = run_stage(stage, &exes, dir, limit, None)?;
         red |= matches!(outcome, StageOutcome::Failed { .. });
         outcomes.push(outcome);
     }
@@ -497,6 +512,32 @@ pub fn check(
         outcomes,
         build_errors: None,
         exes,
+    })
+}
+
+/// Runs stages `1..=upto` with binaries already built (`exes`, every
+/// stage's), each test binary with `blank` as [`run_selection`] takes it;
+/// every stage runs, whatever the ones before it gave.
+pub fn run_stages(
+    list: &StageList,
+    exes: &BTreeMap<String, PathBuf>,
+    dir: &Path,
+    upto: usize,
+    limit: Duration,
+    blank: Option<&str>,
+) -> Result<Checked> {
+    let mut outcomes = Vec::new();
+    for (i, stage) in list.stages.iter().enumerate() {
+        outcomes.push(if i < upto {
+            run_stage(stage, exes, dir, limit, blank)?
+        } else {
+            StageOutcome::NotReached
+        });
+    }
+    Ok(Checked {
+        outcomes,
+        build_errors: None,
+        exes: exes.clone(),
     })
 }
 
