@@ -1766,13 +1766,15 @@ pub fn robots_statuses(lesson: Lesson, crawl: CrawlFn) {
 ///
 /// The server sees a request some time after the crawler started its fetch
 /// (a connect, a write, the scheduler), and on a busy machine that time
-/// varies by tens of milliseconds. So each gap may fall short of the delay
-/// by up to half of it, which a missing delay (a gap of a few
-/// milliseconds) never does; and the span from the first request to the
-/// last, where only the two ends can be late, must hold all four delays
-/// less that half: a delay kept at half its length fails there.
+/// varies, by more than a hundred milliseconds when every core is taken
+/// (a CI run saw two requests 71 ms apart with a 200 ms delay). So the
+/// checks allow for it where it cannot hide a missing delay: each gap is at
+/// least a quarter of the delay (without the delay, requests go out
+/// back to back), and the span from a host's first request to its last,
+/// which only the two ends can shorten, holds at least three of its four
+/// delays (a delay kept at half its length gives two).
 pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
-    const DELAY: Duration = Duration::from_millis(200);
+    const DELAY: Duration = Duration::from_millis(300);
     let site = |robots: &str| {
         Site::new()
             .route("/robots.txt", Route::body("text/plain", robots))
@@ -1786,7 +1788,7 @@ pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
     };
     let a = TestServer::start(site(""));
     // Its own Crawl-delay: twice `--delay`.
-    let b = TestServer::start(site("User-agent: *\nCrawl-delay: 0.4\n"));
+    let b = TestServer::start(site("User-agent: *\nCrawl-delay: 0.6\n"));
     let mut config = config_for(lesson, &a, "/");
     config.roots.push(b.url("/"));
     config.delay = DELAY;
@@ -1799,11 +1801,11 @@ pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
         report.render()
     );
     for (server, delay, whose) in [
-        (&a, DELAY, "--delay 0.2"),
+        (&a, DELAY, "--delay 0.3"),
         (
             &b,
-            Duration::from_millis(400),
-            "its robots.txt's Crawl-delay: 0.4",
+            Duration::from_millis(600),
+            "its robots.txt's Crawl-delay: 0.6",
         ),
     ] {
         let times: Vec<Instant> = server.requests().iter().map(|r| r.received).collect();
@@ -1812,22 +1814,23 @@ pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
             5,
             "requests to the host with {whose}: robots.txt and four pages"
         );
-        let slack = delay / 2;
         for pair in times.windows(2) {
             let gap = pair[1].saturating_duration_since(pair[0]);
             assert!(
-                gap + slack >= delay,
+                gap >= delay / 4,
                 "two requests to the host with {whose} came {gap:?} apart: a host's next \
                  turn is its last turn plus {delay:?} (the scheduling noise of a busy \
-                 machine is allowed for, up to {slack:?})"
+                 machine is allowed for, down to a quarter of it)"
             );
         }
         let span = times[4].saturating_duration_since(times[0]);
         assert!(
-            span + slack >= delay * 4,
+            span >= delay * 3,
             "the five requests to the host with {whose} spanned {span:?}: four turns after \
-             the first, each {delay:?} after the one before, take at least {:?}",
-            delay * 4
+             the first, each {delay:?} after the one before, take {:?} (at least {:?} is \
+             allowed, for a busy machine)",
+            delay * 4,
+            delay * 3
         );
     }
     // Interleaved: the faster host is done before the slower one is.
