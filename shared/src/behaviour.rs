@@ -1191,10 +1191,30 @@ pub fn demo_under_fd_limit(program: &str, args: &[&str], fd_limit: usize) {
         "the paths crawled under ulimit -n {fd_limit} must be those crawled without a \
          limit: the limit slows the crawl, it does not shorten it"
     );
-    let achieved = limited.achieved_concurrency();
+    // The peak is measured, not computed: on a machine whose every core is
+    // taken, the in-process server can fall so far behind that a short
+    // crawl never has two fetches out at once (a CI run saw 1). A crawler
+    // that gave itself one socket shows 1 every time, so the best of three
+    // runs tells the two apart.
+    let mut achieved = limited.achieved_concurrency();
+    for _ in 0..2 {
+        if achieved >= 2 {
+            break;
+        }
+        let again = run_program(program, &all, Some(fd_limit));
+        assert_complete(
+            &again,
+            &format!("{program} --demo under ulimit -n {fd_limit}, run again"),
+        );
+        achieved = achieved.max(again.achieved_concurrency());
+    }
     assert!(
         (2..fd_limit / 2).contains(&achieved),
-        "{achieved} sockets for the crawler under ulimit -n {fd_limit} with the server in-process"
+        "achieved concurrency of {program} --demo under ulimit -n {fd_limit}, the best of \
+         three runs: {achieved}; the demo server in the same process holds the other end of \
+         each connection, so the crawler may use about half of what the limit leaves, which \
+         is at least 2 and below {}",
+        fd_limit / 2
     );
 }
 
