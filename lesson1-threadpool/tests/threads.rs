@@ -313,35 +313,3 @@ fn the_status_line_does_not_count_urls_over_max_pages_as_queued() {
          (`turns.over_limit()`); drew {drawing:?}"
     );
 }
-
-/// With debug lines shown (`-v`), each link of a page gets a line saying
-/// whether this page queued it or it was already seen.
-#[test]
-fn debug_lines_say_which_links_were_queued_and_which_were_already_seen() {
-    let server = TestServer::start(
-        Site::new()
-            .page("/", r#"<a href="/a">a</a>"#)
-            .page("/a", r#"<a href="/">home</a>"#),
-    );
-    let mut config = config(&server, 1);
-    config.log = Log::capture(Level::Debug);
-    crawl(&config).unwrap();
-    let (root, a) = (server.url("/"), server.url("/a"));
-    let lines = config.log.lines();
-    for (expected, what) in [
-        (
-            format!("queue {a} from {root}"),
-            "/a, new when / links to it",
-        ),
-        (
-            format!("skip {root} from {a}: already seen"),
-            "/, a root, seen from the start when /a links back to it",
-        ),
-    ] {
-        assert!(
-            lines.contains(&expected),
-            "no debug line `{expected}` ({what}): with debug lines shown, `log_queued` \
-             writes one line per link of a page; lines were: {lines:#?}"
-        );
-    }
-}

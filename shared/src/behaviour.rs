@@ -1858,6 +1858,39 @@ pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
     assert!(last(&a) < last(&b), "host a waited for host b");
 }
 
+/// `-v`'s debug lines for a page's links (`log_queued`): `queue LINK from
+/// URL` for a link new to the crawl, `skip LINK from URL: already seen` for
+/// one it knew (a root is known from the start).
+pub fn debug_lines_for_links(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a>"#)
+            .page("/a", r#"<a href="/">home</a>"#),
+    );
+    // `config_for` shows debug lines and captures them.
+    let config = config_for(lesson, &server, "/");
+    crawl_within_deadline(crawl, &config);
+    let (root, a) = (server.url("/"), server.url("/a"));
+    let lines = config.log.lines();
+    for (expected, what) in [
+        (
+            format!("queue {a} from {root}"),
+            "/a, new when / links to it",
+        ),
+        (
+            format!("skip {root} from {a}: already seen"),
+            "/, a root, seen from the start when /a links back to it",
+        ),
+    ] {
+        assert!(
+            lines.contains(&expected),
+            "no debug line `{expected}` ({what}): with debug lines shown, `log_queued` \
+             writes one line per link of a page; the lines that mention `from`:\n{}",
+            lines_mentioning(&lines, " from ")
+        );
+    }
+}
+
 /// `--max-pages N`: exactly N page fetches (robots.txt not counted), the
 /// rest left in `Todo`. `--max-depth N`: the links of depth-N pages are not
 /// followed (roots are depth 0), and the limit is exact.
@@ -2034,7 +2067,8 @@ macro_rules! behaviour_suite {
             malformed_response, stuck_server, non_utf8_body, https_unsupported,
             too_large, chunked_body, duplicate_roots, closed_port,
             answered_but_broken, generated_site, info_lines, robots_rules,
-            robots_ignored, robots_statuses, delay_per_host, page_and_depth_limits);
+            robots_ignored, robots_statuses, delay_per_host, page_and_depth_limits,
+            debug_lines_for_links);
     };
     (@cases $lesson:expr, $crawl:path; $($case:ident),* $(,)?) => {
         $(
