@@ -257,7 +257,8 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count()
 }
 
-/// `path` with `.` and `..` folded away, without touching the disk.
+/// `path` with `.` and `..` folded away, without touching the disk (the
+/// file may not exist, which is what book-check is checking).
 pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {

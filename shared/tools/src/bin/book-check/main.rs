@@ -55,13 +55,14 @@ mod markdown;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
 use regex::Regex;
 
+use course_tools::building::normalize;
 use course_tools::includes::{self, KNOWN_KINDS};
 use course_tools::lesson_diff::pages;
 
@@ -137,24 +138,6 @@ fn read_book_toml(text: &str) -> Result<BookToml> {
         src: file.book.src.unwrap_or_else(|| "src".to_string()),
         smart_punctuation: file.output.html.smart_punctuation.unwrap_or(true),
     })
-}
-
-/// `path` with `.` and `..` folded away, without touching the disk (the
-/// file may not exist, which is what is being checked).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// `%20` and friends in a link target, decoded.
