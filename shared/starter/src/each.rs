@@ -39,7 +39,7 @@
 //! quickest first, each within a limit scaled from its green time.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -349,60 +349,12 @@ fn run_test(
     cmd.args(["--exact", name])
         .current_dir(dir)
         .env("RUST_BACKTRACE", "0")
-        .env_remove(SWITCH)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env_remove(SWITCH);
     if let Some(id) = blank {
         cmd.env(SWITCH, id);
     }
-    // A group of its own, so that a stopped test takes the crawler
-    // processes it started (the behaviour suite runs the binary) with it.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let started = Instant::now();
-    let mut child = cmd
-        .spawn()
+    let (status, output, elapsed) = crate::run::run_bounded(&mut cmd, limit)
         .with_context(|| format!("run {}", exe.display()))?;
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|mut pipe| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = pipe.read_to_end(&mut text);
-            text
-        })
-    })
-    .collect();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let elapsed = started.elapsed();
-    let mut output = String::new();
-    for reader in readers {
-        output.push_str(&String::from_utf8_lossy(&reader.join().unwrap_or_default()));
-    }
     let ended = match status {
         None => Ended::TimedOut,
         Some(s) if s.success() => {

@@ -225,17 +225,39 @@ pub fn run_selection(
     if let Some(blank) = blank {
         cmd.env(crate::each::SWITCH, blank);
     }
-    let mut child = cmd
-        .args(&args)
-        .current_dir(dir)
-        .env("RUST_BACKTRACE", "0")
-        .stdin(Stdio::null())
+    cmd.args(&args).current_dir(dir).env("RUST_BACKTRACE", "0");
+    let (status, output, _) =
+        run_bounded(&mut cmd, limit).with_context(|| format!("run {}", exe.display()))?;
+    let timed_out = status.is_none();
+    let mut run = parse_libtest(&output);
+    run.timed_out = timed_out;
+    if status.is_some_and(|s| !s.success()) && run.failed.is_empty() {
+        // It failed without a failing test: it crashed, or printed why.
+        run.failed
+            .push(("(the test binary)".into(), tail(&output, 30)));
+    }
+    run.output = output;
+    Ok(run)
+}
+
+/// Runs `cmd` to its end or for at most `limit`, whichever comes first, and
+/// returns its exit status (`None`: stopped at the limit), everything it
+/// printed on stdout and stderr, and how long it ran. Both pipes are read
+/// while it runs (a test that prints much would block on a full pipe), and
+/// it runs in a process group of its own, so that stopping it also stops
+/// the crawler processes a test started (the behaviour suite runs the
+/// lesson's binary).
+pub(crate) fn run_bounded(
+    cmd: &mut Command,
+    limit: Duration,
+) -> Result<(Option<std::process::ExitStatus>, String, Duration)> {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("run {}", exe.display()))?;
-    let mut readers = Vec::new();
-    for pipe in [
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    let started = Instant::now();
+    let mut child = cmd.spawn()?;
+    let readers: Vec<_> = [
         child
             .stdout
             .take()
@@ -247,42 +269,35 @@ pub fn run_selection(
     ]
     .into_iter()
     .flatten()
-    {
-        readers.push(std::thread::spawn(move || {
+    .map(|mut pipe| {
+        std::thread::spawn(move || {
             let mut text = Vec::new();
-            let mut pipe = pipe;
             let _ = pipe.read_to_end(&mut text);
             text
-        }));
-    }
-    let started = Instant::now();
-    let mut timed_out = false;
+        })
+    })
+    .collect();
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break Some(status);
         }
         if started.elapsed() > limit {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
             let _ = child.kill();
             let _ = child.wait();
-            timed_out = true;
             break None;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(10));
     };
+    let elapsed = started.elapsed();
     let mut output = String::new();
     for reader in readers {
-        let bytes = reader.join().unwrap_or_default();
-        output.push_str(&String::from_utf8_lossy(&bytes));
+        output.push_str(&String::from_utf8_lossy(&reader.join().unwrap_or_default()));
     }
-    let mut run = parse_libtest(&output);
-    run.timed_out = timed_out;
-    if status.is_some_and(|s| !s.success()) && run.failed.is_empty() {
-        // It failed without a failing test: it crashed, or printed why.
-        run.failed
-            .push(("(the test binary)".into(), tail(&output, 30)));
-    }
-    run.output = output;
-    Ok(run)
+    Ok((status, output, elapsed))
 }
 
 /// The passes, failures and failure messages in libtest's output.
