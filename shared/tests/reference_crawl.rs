@@ -108,8 +108,13 @@ fn reference_crawl(config: &Config) -> anyhow::Result<CrawlReport> {
                 // The reference parses every link: the simplest way, not the fastest.
                 for link in links.iter().map(Link::to_url) {
                     if seen.insert(link.clone()) {
+                        config.log.debug(format_args!("queue {link} from {url}"));
                         stat.num_new_urls += 1;
                         todo.push_back((link, depth + 1));
+                    } else {
+                        config
+                            .log
+                            .debug(format_args!("skip {link} from {url}: already seen"));
                     }
                 }
                 if let Some(next) = analysis.redirect.as_ref().map(Link::to_url) {
