@@ -1,10 +1,23 @@
 //! Tests of `src/event_loop.rs`, through its public API.
 
 use lesson2_callbacks::event_loop::*;
+use shared::fixtures::bound::within;
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+/// What to look at when `run_forever` never returns (each test that runs the
+/// loop is bounded by [`within`], so a wrong turn fails with this instead of
+/// hanging).
+const RUN_FOREVER_STUCK: &str = "`run_forever` never returned. It ends after a turn in \
+    which `stop` was called, or when `has_work()` finds nothing left (no callback ready, \
+    no timer, no socket registered). Look at `stop` and `has_work`; at `run_once`, whose \
+    poll must not wait when a callback is ready or `stop` was called (otherwise no \
+    longer than the first timer), and which moves every timer due at or before now to \
+    the ready queue; and at `call_soon`/`push_ready`, `add_reader`/`add_writer` and \
+    `deregister`, which must put a callback where the turn finds it, or take the \
+    socket away";
 
 /// A connected pair of loopback sockets: mio's client end, std's server end.
 fn socket_pair() -> (mio::net::TcpStream, std::net::TcpStream) {
@@ -17,121 +30,127 @@ fn socket_pair() -> (mio::net::TcpStream, std::net::TcpStream) {
 
 #[test]
 fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
-    let event_loop = EventLoop::new().unwrap();
-    let (mut client, mut server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
-    server.write_all(b"hello").unwrap();
-    let calls = Rc::new(Cell::new(0));
-    let (seen, stopper) = (Rc::clone(&calls), event_loop.clone());
-    event_loop
-        .add_reader(token, move || {
-            seen.set(seen.get() + 1);
-            stopper.stop();
-        })
-        .unwrap();
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        calls.get(),
-        1,
-        "reader calls: one, and its `stop` ends `run_forever` after that turn"
-    );
-    // Still registered: stopping the loop does not deregister anything.
-    assert_eq!(
-        event_loop.registered(),
-        1,
-        "sockets registered after `stop`: still the one, stopping deregisters nothing"
-    );
-    assert!(
-        event_loop.remove_reader(token),
-        "`remove_reader` of an installed reader must say it removed one (true)"
-    );
-    assert!(
-        !event_loop.remove_reader(token),
-        "`remove_reader` a second time: nothing left to remove (false)"
-    );
-    event_loop.deregister(&mut client, token);
-    assert_eq!(
-        event_loop.registered(),
-        0,
-        "sockets registered after `deregister`"
-    );
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let (mut client, mut server) = socket_pair();
+        let token = event_loop.register(&mut client).unwrap();
+        server.write_all(b"hello").unwrap();
+        let calls = Rc::new(Cell::new(0));
+        let (seen, stopper) = (Rc::clone(&calls), event_loop.clone());
+        event_loop
+            .add_reader(token, move || {
+                seen.set(seen.get() + 1);
+                stopper.stop();
+            })
+            .unwrap();
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            calls.get(),
+            1,
+            "reader calls: one, and its `stop` ends `run_forever` after that turn"
+        );
+        // Still registered: stopping the loop does not deregister anything.
+        assert_eq!(
+            event_loop.registered(),
+            1,
+            "sockets registered after `stop`: still the one, stopping deregisters nothing"
+        );
+        assert!(
+            event_loop.remove_reader(token),
+            "`remove_reader` of an installed reader must say it removed one (true)"
+        );
+        assert!(
+            !event_loop.remove_reader(token),
+            "`remove_reader` a second time: nothing left to remove (false)"
+        );
+        event_loop.deregister(&mut client, token);
+        assert_eq!(
+            event_loop.registered(),
+            0,
+            "sockets registered after `deregister`"
+        );
+    });
 }
 
 #[test]
 fn deregister_drops_the_callbacks_and_ends_a_loop_with_nothing_left() {
-    let event_loop = EventLoop::new().unwrap();
-    let (mut client, mut server) = socket_pair();
-    server.write_all(b"x").unwrap();
-    let token = event_loop.register(&mut client).unwrap();
-    let client = Rc::new(RefCell::new(client));
-    let calls = Rc::new(Cell::new(0));
-    let (sock, seen, ev) = (Rc::clone(&client), Rc::clone(&calls), event_loop.clone());
-    event_loop
-        .add_reader(token, move || {
-            seen.set(seen.get() + 1);
-            ev.deregister(&mut *sock.borrow_mut(), token);
-        })
-        .unwrap();
-    // No `stop`: the loop ends because nothing is left to wait for.
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        calls.get(),
-        1,
-        "reader calls: one, which deregistered its socket"
-    );
-    assert_eq!(
-        event_loop.registered(),
-        0,
-        "sockets registered after the reader deregistered its own"
-    );
-    assert!(
-        !event_loop.has_work(),
-        "`has_work` with nothing registered, scheduled or pending must be false: \
-         {event_loop:?}"
-    );
-    // The callback, and the `Rc`s it held, are gone.
-    assert_eq!(
-        Rc::strong_count(&calls),
-        1,
-        "holders of the reader's counter: only the test, since `deregister` drops the \
-         socket's callbacks and what they captured"
-    );
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let (mut client, mut server) = socket_pair();
+        server.write_all(b"x").unwrap();
+        let token = event_loop.register(&mut client).unwrap();
+        let client = Rc::new(RefCell::new(client));
+        let calls = Rc::new(Cell::new(0));
+        let (sock, seen, ev) = (Rc::clone(&client), Rc::clone(&calls), event_loop.clone());
+        event_loop
+            .add_reader(token, move || {
+                seen.set(seen.get() + 1);
+                ev.deregister(&mut *sock.borrow_mut(), token);
+            })
+            .unwrap();
+        // No `stop`: the loop ends because nothing is left to wait for.
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            calls.get(),
+            1,
+            "reader calls: one, which deregistered its socket"
+        );
+        assert_eq!(
+            event_loop.registered(),
+            0,
+            "sockets registered after the reader deregistered its own"
+        );
+        assert!(
+            !event_loop.has_work(),
+            "`has_work` with nothing registered, scheduled or pending must be false: \
+             {event_loop:?}"
+        );
+        // The callback, and the `Rc`s it held, are gone.
+        assert_eq!(
+            Rc::strong_count(&calls),
+            1,
+            "holders of the reader's counter: only the test, since `deregister` drops the \
+             socket's callbacks and what they captured"
+        );
+    });
 }
 
 #[test]
 fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
-    // The shape of a fetch: writable (connected), then readable (the
-    // response), the first callback installing the second and removing
-    // itself while it runs.
-    let event_loop = EventLoop::new().unwrap();
-    let (mut client, server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
-    let client = Rc::new(RefCell::new(client));
-    let server = RefCell::new(server);
-    let log = Rc::new(RefCell::new(Vec::new()));
-    let (steps, sock, ev) = (Rc::clone(&log), Rc::clone(&client), event_loop.clone());
-    event_loop
-        .add_writer(token, move || {
-            steps.borrow_mut().push("writable");
-            assert!(ev.remove_writer(token));
-            // The peer answers only now, after the reader below is
-            // installed: an edge that came earlier would be lost (see
-            // `fetch.rs`, which therefore reads once before waiting).
-            server.borrow_mut().write_all(b"data").unwrap();
-            let (steps, sock, ev2) = (Rc::clone(&steps), Rc::clone(&sock), ev.clone());
-            ev.add_reader(token, move || {
-                steps.borrow_mut().push("readable");
-                ev2.deregister(&mut *sock.borrow_mut(), token);
+    within(10, RUN_FOREVER_STUCK, || {
+        // The shape of a fetch: writable (connected), then readable (the
+        // response), the first callback installing the second and removing
+        // itself while it runs.
+        let event_loop = EventLoop::new().unwrap();
+        let (mut client, server) = socket_pair();
+        let token = event_loop.register(&mut client).unwrap();
+        let client = Rc::new(RefCell::new(client));
+        let server = RefCell::new(server);
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let (steps, sock, ev) = (Rc::clone(&log), Rc::clone(&client), event_loop.clone());
+        event_loop
+            .add_writer(token, move || {
+                steps.borrow_mut().push("writable");
+                assert!(ev.remove_writer(token));
+                // The peer answers only now, after the reader below is
+                // installed: an edge that came earlier would be lost (see
+                // `fetch.rs`, which therefore reads once before waiting).
+                server.borrow_mut().write_all(b"data").unwrap();
+                let (steps, sock, ev2) = (Rc::clone(&steps), Rc::clone(&sock), ev.clone());
+                ev.add_reader(token, move || {
+                    steps.borrow_mut().push("readable");
+                    ev2.deregister(&mut *sock.borrow_mut(), token);
+                })
+                .unwrap();
             })
             .unwrap();
-        })
-        .unwrap();
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        *log.borrow(),
-        ["writable", "readable"],
-        "callbacks run: the writer, then the reader it installed while it ran"
-    );
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            *log.borrow(),
+            ["writable", "readable"],
+            "callbacks run: the writer, then the reader it installed while it ran"
+        );
+    });
 }
 
 #[test]
@@ -152,185 +171,199 @@ fn an_unregistered_token_is_refused() {
 
 #[test]
 fn timers_run_by_due_time_then_by_start_order() {
-    let event_loop = EventLoop::new().unwrap();
-    let order = Rc::new(RefCell::new(Vec::new()));
-    let base = Instant::now();
-    for (name, ms) in [("c", 3), ("a1", 1), ("b", 2), ("a2", 1), ("now", 0)] {
-        let order = Rc::clone(&order);
-        event_loop.call_at(base + Duration::from_millis(ms), move || {
-            order.borrow_mut().push(name)
-        });
-    }
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        *order.borrow(),
-        ["now", "a1", "a2", "b", "c"],
-        "timers in the order they ran: by due time, and two due at the same time (a1, a2) \
-         in the order they were set"
-    );
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let base = Instant::now();
+        for (name, ms) in [("c", 3), ("a1", 1), ("b", 2), ("a2", 1), ("now", 0)] {
+            let order = Rc::clone(&order);
+            event_loop.call_at(base + Duration::from_millis(ms), move || {
+                order.borrow_mut().push(name)
+            });
+        }
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            *order.borrow(),
+            ["now", "a1", "a2", "b", "c"],
+            "timers in the order they ran: by due time, and two due at the same time (a1, a2) \
+             in the order they were set"
+        );
+    });
 }
 
 #[test]
 fn a_timer_fires_no_earlier_than_its_delay() {
-    let event_loop = EventLoop::new().unwrap();
-    let fired = Rc::new(Cell::new(None));
-    let at = Rc::clone(&fired);
-    let start = Instant::now();
-    event_loop.call_later(Duration::from_millis(20), move || {
-        at.set(Some(Instant::now()))
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let fired = Rc::new(Cell::new(None));
+        let at = Rc::clone(&fired);
+        let start = Instant::now();
+        event_loop.call_later(Duration::from_millis(20), move || {
+            at.set(Some(Instant::now()))
+        });
+        event_loop.run_forever().unwrap();
+        let fired = fired.get().expect("timer ran");
+        assert!(
+            fired - start >= Duration::from_millis(20),
+            "a 20 ms timer ran after {:?}",
+            fired - start
+        );
     });
-    event_loop.run_forever().unwrap();
-    let fired = fired.get().expect("timer ran");
-    assert!(
-        fired - start >= Duration::from_millis(20),
-        "a 20 ms timer ran after {:?}",
-        fired - start
-    );
 }
 
 #[test]
 fn a_cancelled_timer_never_runs() {
-    let event_loop = EventLoop::new().unwrap();
-    let ran = Rc::new(Cell::new(false));
-    let flag = Rc::clone(&ran);
-    let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
-    assert_eq!(
-        event_loop.pending_timers(),
-        1,
-        "timers pending after one `call_later`"
-    );
-    timer.cancel();
-    timer.cancel();
-    assert_eq!(
-        event_loop.pending_timers(),
-        0,
-        "timers pending after `cancel` (twice: the second does nothing)"
-    );
-    assert!(
-        !event_loop.has_work(),
-        "`has_work` once the only timer is cancelled must be false: {event_loop:?}"
-    );
-    event_loop.run_forever().unwrap();
-    assert!(!ran.get(), "a cancelled timer's callback ran");
-    // The callback, and what it captured, went with the cancel.
-    assert_eq!(
-        Rc::strong_count(&ran),
-        1,
-        "holders of the timer's flag: only the test, since `cancel` drops the callback \
-         and what it captured"
-    );
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let ran = Rc::new(Cell::new(false));
+        let flag = Rc::clone(&ran);
+        let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
+        assert_eq!(
+            event_loop.pending_timers(),
+            1,
+            "timers pending after one `call_later`"
+        );
+        timer.cancel();
+        timer.cancel();
+        assert_eq!(
+            event_loop.pending_timers(),
+            0,
+            "timers pending after `cancel` (twice: the second does nothing)"
+        );
+        assert!(
+            !event_loop.has_work(),
+            "`has_work` once the only timer is cancelled must be false: {event_loop:?}"
+        );
+        event_loop.run_forever().unwrap();
+        assert!(!ran.get(), "a cancelled timer's callback ran");
+        // The callback, and what it captured, went with the cancel.
+        assert_eq!(
+            Rc::strong_count(&ran),
+            1,
+            "holders of the timer's flag: only the test, since `cancel` drops the callback \
+             and what it captured"
+        );
+    });
 }
 
 #[test]
 fn a_timer_ends_a_wait_on_a_socket_that_never_becomes_ready() {
-    // The shape of `--timeout`: the socket's reader never runs, the timer's
-    // callback does, and it deregisters the socket.
-    let event_loop = EventLoop::new().unwrap();
-    let (mut client, _server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
-    let client = Rc::new(RefCell::new(client));
-    let outcome = Rc::new(Cell::new(""));
-    let o = Rc::clone(&outcome);
-    event_loop
-        .add_reader(token, move || o.set("readable"))
-        .unwrap();
-    let (o, sock, ev) = (Rc::clone(&outcome), Rc::clone(&client), event_loop.clone());
-    event_loop.call_later(Duration::from_millis(10), move || {
-        o.set("timeout");
-        ev.deregister(&mut *sock.borrow_mut(), token);
+    within(10, RUN_FOREVER_STUCK, || {
+        // The shape of `--timeout`: the socket's reader never runs, the timer's
+        // callback does, and it deregisters the socket.
+        let event_loop = EventLoop::new().unwrap();
+        let (mut client, _server) = socket_pair();
+        let token = event_loop.register(&mut client).unwrap();
+        let client = Rc::new(RefCell::new(client));
+        let outcome = Rc::new(Cell::new(""));
+        let o = Rc::clone(&outcome);
+        event_loop
+            .add_reader(token, move || o.set("readable"))
+            .unwrap();
+        let (o, sock, ev) = (Rc::clone(&outcome), Rc::clone(&client), event_loop.clone());
+        event_loop.call_later(Duration::from_millis(10), move || {
+            o.set("timeout");
+            ev.deregister(&mut *sock.borrow_mut(), token);
+        });
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            outcome.get(),
+            "timeout",
+            "what ended the wait on a socket that never becomes readable: the 10 ms timer"
+        );
     });
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        outcome.get(),
-        "timeout",
-        "what ended the wait on a socket that never becomes readable: the 10 ms timer"
-    );
 }
 
 #[test]
 fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
-    let event_loop = EventLoop::new().unwrap();
-    let order = Rc::new(RefCell::new(Vec::new()));
-    let (o, ev) = (Rc::clone(&order), event_loop.clone());
-    event_loop.call_soon(move || {
-        o.borrow_mut().push(1);
-        let o2 = Rc::clone(&o);
-        ev.call_soon(move || o2.borrow_mut().push(3));
-        o.borrow_mut().push(2);
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let (o, ev) = (Rc::clone(&order), event_loop.clone());
+        event_loop.call_soon(move || {
+            o.borrow_mut().push(1);
+            let o2 = Rc::clone(&o);
+            ev.call_soon(move || o2.borrow_mut().push(3));
+            o.borrow_mut().push(2);
+        });
+        event_loop.run_once().unwrap();
+        // The callback scheduled during the first turn waits for the next.
+        assert_eq!(
+            *order.borrow(),
+            [1, 2],
+            "after one turn: the first callback ran whole (1, 2); the one it scheduled (3) \
+             waits for the next turn, it is not run inside `call_soon`"
+        );
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            *order.borrow(),
+            [1, 2, 3],
+            "after the next turn: the scheduled callback ran too"
+        );
     });
-    event_loop.run_once().unwrap();
-    // The callback scheduled during the first turn waits for the next.
-    assert_eq!(
-        *order.borrow(),
-        [1, 2],
-        "after one turn: the first callback ran whole (1, 2); the one it scheduled (3) \
-         waits for the next turn, it is not run inside `call_soon`"
-    );
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        *order.borrow(),
-        [1, 2, 3],
-        "after the next turn: the scheduled callback ran too"
-    );
 }
 
 #[test]
 fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
-    let event_loop = EventLoop::new().unwrap();
-    let count = Rc::new(Cell::new(0));
-    for _ in 0..3 {
-        let (c, stopper) = (Rc::clone(&count), event_loop.clone());
-        event_loop.call_soon(move || {
-            c.set(c.get() + 1);
-            stopper.stop();
-        });
-    }
-    // One turn runs all three (they were all scheduled before it began),
-    // then the loop sees the flag.
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        count.get(),
-        3,
-        "callbacks run before `stop` took effect: all three of the turn, since `stop` \
-         ends the loop after the current turn"
-    );
-    let c = Rc::clone(&count);
-    event_loop.call_soon(move || c.set(c.get() + 1));
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        count.get(),
-        4,
-        "callbacks run after a second `run_forever`: a stopped loop runs again"
-    );
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let count = Rc::new(Cell::new(0));
+        for _ in 0..3 {
+            let (c, stopper) = (Rc::clone(&count), event_loop.clone());
+            event_loop.call_soon(move || {
+                c.set(c.get() + 1);
+                stopper.stop();
+            });
+        }
+        // One turn runs all three (they were all scheduled before it began),
+        // then the loop sees the flag.
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            count.get(),
+            3,
+            "callbacks run before `stop` took effect: all three of the turn, since `stop` \
+             ends the loop after the current turn"
+        );
+        let c = Rc::clone(&count);
+        event_loop.call_soon(move || c.set(c.get() + 1));
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            count.get(),
+            4,
+            "callbacks run after a second `run_forever`: a stopped loop runs again"
+        );
+    });
 }
 
 #[test]
 fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
-    let event_loop = EventLoop::new().unwrap();
-    let nested = Rc::new(Cell::new(None));
-    let (n, ev) = (Rc::clone(&nested), event_loop.clone());
-    event_loop.call_soon(move || n.set(Some(ev.run_forever().is_err())));
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        nested.get(),
-        Some(true),
-        "`run_forever` called inside a callback: Some(true) if it returned an error"
-    );
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let nested = Rc::new(Cell::new(None));
+        let (n, ev) = (Rc::clone(&nested), event_loop.clone());
+        event_loop.call_soon(move || n.set(Some(ev.run_forever().is_err())));
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            nested.get(),
+            Some(true),
+            "`run_forever` called inside a callback: Some(true) if it returned an error"
+        );
 
-    let held = Rc::new(());
-    let mine = Rc::clone(&held);
-    event_loop.call_later(Duration::from_secs(3600), move || drop(mine));
-    event_loop.close();
-    assert_eq!(
-        Rc::strong_count(&held),
-        1,
-        "holders of what a pending timer captured, after `close`: only the test, since \
-         `close` drops every callback"
-    );
-    assert!(
-        event_loop.run_forever().is_err(),
-        "`run_forever` on a closed loop must be an error"
-    );
+        let held = Rc::new(());
+        let mine = Rc::clone(&held);
+        event_loop.call_later(Duration::from_secs(3600), move || drop(mine));
+        event_loop.close();
+        assert_eq!(
+            Rc::strong_count(&held),
+            1,
+            "holders of what a pending timer captured, after `close`: only the test, since \
+             `close` drops every callback"
+        );
+        assert!(
+            event_loop.run_forever().is_err(),
+            "`run_forever` on a closed loop must be an error"
+        );
+    });
 }
 
 /// A `Handle` from `call_soon` can be cancelled before its turn: it never
@@ -338,25 +371,27 @@ fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
 /// dropped at the cancel, not when the loop gets to it.
 #[test]
 fn a_cancelled_call_soon_never_runs_and_its_callback_is_dropped_at_once() {
-    let event_loop = EventLoop::new().unwrap();
-    let ran = Rc::new(Cell::new(false));
-    let flag = Rc::clone(&ran);
-    let handle = event_loop.call_soon(move || flag.set(true));
-    assert!(
-        !handle.cancelled(),
-        "`cancelled()` of a handle nobody cancelled"
-    );
-    handle.cancel();
-    assert!(handle.cancelled(), "`cancelled()` right after `cancel()`");
-    assert_eq!(
-        Rc::strong_count(&ran),
-        1,
-        "references to what the callback captured after `cancel()`: only the test's \
-         (`Handle::cancel` must drop the callback at once)"
-    );
-    handle.cancel();
-    event_loop.run_forever().unwrap();
-    assert!(!ran.get(), "a cancelled handle's callback ran");
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let ran = Rc::new(Cell::new(false));
+        let flag = Rc::clone(&ran);
+        let handle = event_loop.call_soon(move || flag.set(true));
+        assert!(
+            !handle.cancelled(),
+            "`cancelled()` of a handle nobody cancelled"
+        );
+        handle.cancel();
+        assert!(handle.cancelled(), "`cancelled()` right after `cancel()`");
+        assert_eq!(
+            Rc::strong_count(&ran),
+            1,
+            "references to what the callback captured after `cancel()`: only the test's \
+             (`Handle::cancel` must drop the callback at once)"
+        );
+        handle.cancel();
+        event_loop.run_forever().unwrap();
+        assert!(!ran.get(), "a cancelled handle's callback ran");
+    });
 }
 
 /// `close` drops whatever the loop still holds — callbacks waiting for
@@ -440,34 +475,36 @@ fn a_timer_handle_says_when_it_is_due_and_whether_it_was_cancelled() {
 /// still run.
 #[test]
 fn close_inside_a_running_loop_does_nothing() {
-    let event_loop = EventLoop::new().unwrap();
-    let closed_inside = Rc::new(Cell::new(None));
-    let ran_after = Rc::new(Cell::new(false));
-    let (inside, after, ev) = (
-        Rc::clone(&closed_inside),
-        Rc::clone(&ran_after),
-        event_loop.clone(),
-    );
-    event_loop.call_soon(move || {
-        ev.close();
-        inside.set(Some(ev.is_closed()));
-        ev.call_soon(move || after.set(true));
+    within(10, RUN_FOREVER_STUCK, || {
+        let event_loop = EventLoop::new().unwrap();
+        let closed_inside = Rc::new(Cell::new(None));
+        let ran_after = Rc::new(Cell::new(false));
+        let (inside, after, ev) = (
+            Rc::clone(&closed_inside),
+            Rc::clone(&ran_after),
+            event_loop.clone(),
+        );
+        event_loop.call_soon(move || {
+            ev.close();
+            inside.set(Some(ev.is_closed()));
+            ev.call_soon(move || after.set(true));
+        });
+        event_loop.run_forever().unwrap();
+        assert_eq!(
+            closed_inside.get(),
+            Some(false),
+            "`is_closed()` right after a callback called `close()` on its running loop: \
+             Some(false), since `close` does nothing while the loop runs"
+        );
+        assert!(
+            ran_after.get(),
+            "a callback scheduled after that `close()` must still run: the loop was not closed"
+        );
+        assert!(
+            !event_loop.is_closed(),
+            "`is_closed()` after `run_forever` returned: false, the `close` inside it did nothing"
+        );
     });
-    event_loop.run_forever().unwrap();
-    assert_eq!(
-        closed_inside.get(),
-        Some(false),
-        "`is_closed()` right after a callback called `close()` on its running loop: \
-         Some(false), since `close` does nothing while the loop runs"
-    );
-    assert!(
-        ran_after.get(),
-        "a callback scheduled after that `close()` must still run: the loop was not closed"
-    );
-    assert!(
-        !event_loop.is_closed(),
-        "`is_closed()` after `run_forever` returned: false, the `close` inside it did nothing"
-    );
 }
 
 /// Deregistering a token twice is harmless: the second call finds the slot

@@ -2,6 +2,7 @@
 
 use lesson2_callbacks::event_loop::EventLoop;
 use lesson2_callbacks::fetch::*;
+use shared::fixtures::bound::within;
 use shared::fixtures::server::refused_addr;
 use shared::http::{Limits, Response};
 use shared::net::Resolver;
@@ -85,40 +86,13 @@ fn fetcher(
 /// 20 s later, instead of hanging it.
 fn fetch_one(url: &str, timeout: Duration) -> Fetched {
     let owned = url.to_owned();
-    bounded(
-        timeout + Duration::from_secs(20),
-        "a step that retries an error forever (one taken for `WouldBlock` or \
-         `Interrupted`), or a socket left waiting with no deadline armed (`timed_out` \
-         through `call_later`)",
+    within(
+        timeout.as_secs() + 20,
+        "the fetch did not end: look for a step that retries an error forever (one taken \
+         for `WouldBlock` or `Interrupted`), or a socket left waiting with no deadline \
+         armed (`timed_out` through `call_later`)",
         move || fetch_one_here(&owned, timeout),
     )
-}
-
-/// Run `work` on a thread of its own and wait at most `limit` for it: past
-/// that the test fails, naming `what_to_check`, instead of hanging. A panic
-/// in `work` is the test's panic.
-fn bounded<T: Send + 'static>(
-    limit: Duration,
-    what_to_check: &str,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let worker = thread::spawn(move || {
-        // The receiver may be gone (the test gave up): nothing to tell.
-        let _ = tx.send(work());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(value) => {
-            worker.join().unwrap();
-            value
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!("the fetch did not end within {limit:?}: look for {what_to_check}")
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(worker.join().unwrap_err())
-        }
-    }
 }
 
 /// [`fetch_one`]'s fetch, on the calling thread.
@@ -239,9 +213,9 @@ fn a_refused_address_is_skipped_for_the_next() {
         conn.write_all(b"HTTP/1.0 204 No Content\r\n\r\n").unwrap();
     });
     let url = format!("http://{addr}/");
-    let fetched = bounded(
-        Duration::from_secs(30),
-        "a `connected` that does not take the refused connect's error and `connect` to \
+    let fetched = within(
+        30,
+        "the fetch did not end: look for a `connected` that does not take the refused connect's error and `connect` to \
          the next address (this fetch has no deadline: `connect_any` is called directly)",
         move || {
             let event_loop = EventLoop::new().unwrap();

@@ -1,9 +1,7 @@
 //! Tests of `src/event_loop.rs` (and of `sleep.rs`, `wait_for.rs`), through
 //! their public API. The tests of what a starter blanks (tasks, `sleep`,
-//! `wait_for`) are bounded (see `bound/mod.rs`): a task never woken would
-//! otherwise leave the loop waiting for ever.
-
-mod bound;
+//! `wait_for`) are bounded (see `shared::fixtures::bound`): a task never woken
+//! would otherwise leave the loop waiting for ever.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future as _;
@@ -13,10 +11,10 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use bound::within;
 use lesson3_generators::event_loop::*;
 use lesson3_generators::sleep::sleep;
 use lesson3_generators::wait_for::{wait_for, TimeoutError};
+use shared::fixtures::bound::within;
 
 /// What to look at when a task is never stepped again.
 const NEVER_STEPPED: &str = "a task was never stepped again. Look at the task's waker \

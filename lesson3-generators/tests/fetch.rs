@@ -7,10 +7,8 @@
 //! Each case is a function of [`Which`], run once per implementation as
 //! `async_fn::CASE` and `by_hand::CASE` (see `both!` at the end), so that
 //! `cargo test --test fetch async_fn::` tests the `async fn` alone. Each is
-//! bounded (see `bound/mod.rs`): a fetch that waits on a future nobody
-//! resolves would otherwise leave the loop waiting for ever.
-
-mod bound;
+//! bounded (see `shared::fixtures::bound`): a fetch that waits on a future
+//! nobody resolves would otherwise leave the loop waiting for ever.
 
 use std::cell::RefCell;
 use std::io::{Read, Write};
@@ -21,11 +19,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use bound::within;
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::fetch::{Fetched, Fetcher, InFlight};
 use lesson3_generators::fetch_by_hand::fetch_by_hand;
 use lesson3_generators::sleep::sleep;
+use shared::fixtures::bound::within;
 use shared::fixtures::server::{refused_addr, Route, Site, TestServer};
 use shared::http::{Limits, Response, ResponseParser};
 use shared::net::Resolver;

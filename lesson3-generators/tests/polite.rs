@@ -1,18 +1,16 @@
-//! Tests of `src/polite.rs`: waiting for a URL's turn in a coroutine, on a
-//! loop whose clock the test controls (a sleep ends at once, and the times
-//! are exact). Each test is bounded (see `bound/mod.rs`): a task that is
+//! Tests of `src/polite.rs`: waiting for a URL's turn in a coroutine, on a loop
+//! whose clock the test controls (a sleep ends at once, and the times are
+//! exact). Each test is bounded (see `shared::fixtures::bound`): a task that is
 //! never woken would otherwise leave the loop waiting for ever.
-
-mod bound;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bound::within;
 use lesson3_generators::event_loop::{EventLoop, TestClock};
 use lesson3_generators::polite::Turns;
 use lesson3_generators::sleep::sleep;
+use shared::fixtures::bound::within;
 use shared::http::Response;
 use shared::polite::Turn;
 use shared::{Config, FetchError, Lesson};

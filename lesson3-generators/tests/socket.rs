@@ -1,20 +1,18 @@
 //! Tests of `src/socket.rs` and of the sub-coroutines of `src/fetch.rs` built
 //! on it (`connect_any`, `read_all`): each operation tried first and awaited
 //! only on `WouldBlock`, against real sockets on `127.0.0.1`. Each test is
-//! bounded (see `bound/mod.rs`): a readiness future that nothing resolves
-//! would otherwise leave the loop waiting for ever.
-
-mod bound;
+//! bounded (see `shared::fixtures::bound`): a readiness future that nothing
+//! resolves would otherwise leave the loop waiting for ever.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use bound::within;
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::fetch::{connect_any, read_all};
 use lesson3_generators::socket::Socket;
+use shared::fixtures::bound::within;
 use shared::fixtures::server::refused_addr;
 use shared::http::Limits;
 use shared::{FailKind, FetchError};

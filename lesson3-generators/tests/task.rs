@@ -1,9 +1,7 @@
-//! Tests of `src/task.rs`: a task steps its coroutine, and its waker
-//! schedules the next step on the loop. Each test is bounded (see
-//! `bound/mod.rs`): a waker that schedules nothing would otherwise leave the
-//! loop waiting for ever.
-
-mod bound;
+//! Tests of `src/task.rs`: a task steps its coroutine, and its waker schedules
+//! the next step on the loop. Each test is bounded (see
+//! `shared::fixtures::bound`): a waker that schedules nothing would otherwise
+//! leave the loop waiting for ever.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future as _;
@@ -11,9 +9,9 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::Poll;
 
-use bound::within;
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::future::Future;
+use shared::fixtures::bound::within;
 
 /// What to look at when a task is never stepped again.
 const NEVER_STEPPED: &str = "a task was never stepped again. Look at the task's waker \
