@@ -287,7 +287,9 @@ fn close_drops_unbounded() {
     let event_loop = EventLoop::new().unwrap();
     let held = Rc::new(());
     let (task_loop, mine) = (event_loop.clone(), Rc::clone(&held));
-    event_loop.create_task(async move {
+    // The test keeps the task's handle: dropping the loop's table alone
+    // would then free nothing, so only `abandon` can drop the coroutine.
+    let task = event_loop.create_task(async move {
         let _mine = mine;
         // Waits for ever: nothing resolves this future.
         task_loop.create_future::<()>().await;
@@ -309,8 +311,9 @@ fn close_drops_unbounded() {
         1,
         "owners of a value the unfinished task held, after close: only the test. \
          close abandons each task (Step::abandon drops its coroutine, and with it \
-         what the coroutine holds)"
+         what the coroutine holds, even while a handle to the task lives on)"
     );
+    drop(task);
 }
 
 #[test]

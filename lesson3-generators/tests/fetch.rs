@@ -207,6 +207,78 @@ fn a_refused_connect_tells_the_whole_story(which: Which) {
     );
 }
 
+/// A server that takes one connection and resets it (RST, not FIN): after
+/// reading the whole request when `after_request`, else after its first
+/// bytes (the client connected and writing).
+fn resetting_server(after_request: bool) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
+    use socket2::SockRef;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        while request.is_empty() || (after_request && !request.ends_with(b"\r\n\r\n")) {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+        }
+        SockRef::from(&conn)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(conn);
+    });
+    (addr, server)
+}
+
+fn a_reset_while_the_request_is_written_ends_the_fetch_with_it(which: Which) {
+    // The server resets once the request starts arriving; a 16 MiB request
+    // cannot all be in the socket's buffers by then, so a write meets the
+    // reset.
+    let (addr, server) = resetting_server(false);
+    let url = format!("http://{addr}/{}", "a".repeat(16 << 20));
+    let err = error(which, fetch(which, &url, TEN_SECS, Limits::default()));
+    server.join().unwrap();
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "{which:?}: kind of a fetch whose request met a reset (the report's fail_reset), \
+         not a timeout: a write's error other than WouldBlock (wait) or Interrupted (try \
+         again) ends the fetch at once; got {err:?}"
+    );
+    // The URL is 16 MiB long: compare what follows it.
+    let after_url = err
+        .message
+        .strip_prefix(&format!("fetching {url}"))
+        .unwrap_or("(the message does not start with `fetching URL`)");
+    assert!(
+        after_url.starts_with(": sending request: "),
+        "{which:?}: the error's chain of a reset while sending: `fetching URL: sending \
+         request: ` then the write's error; after the URL, got {:?}",
+        &after_url[..after_url.len().min(200)]
+    );
+}
+
+fn a_reset_while_waiting_for_the_response_ends_the_fetch_with_it(which: Which) {
+    let (addr, server) = resetting_server(true);
+    let url = format!("http://{addr}/");
+    let err = error(which, fetch(which, &url, TEN_SECS, Limits::default()));
+    server.join().unwrap();
+    assert_eq!(
+        err.kind,
+        FailKind::Reset,
+        "{which:?}: kind of a fetch whose response was a reset (the report's fail_reset), \
+         not a timeout: a read's error other than WouldBlock (wait) or Interrupted (try \
+         again) ends the fetch at once; got {err:?}"
+    );
+    assert_eq!(
+        err.message,
+        format!("fetching {url}: reading response: connection reset by peer"),
+        "{which:?}: the error's whole chain of a reset while reading"
+    );
+}
+
 fn a_connection_closed_mid_response_is_a_reset_with_its_context(which: Which) {
     let raw = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b";
     let server = TestServer::start(Site::new().route("/short", Route::raw(raw)));
@@ -457,6 +529,8 @@ both!(
     a_request_bigger_than_the_socket_buffers_is_written_in_parts,
     a_refused_connect_tells_the_whole_story,
     a_connection_closed_mid_response_is_a_reset_with_its_context,
+    a_reset_while_the_request_is_written_ends_the_fetch_with_it,
+    a_reset_while_waiting_for_the_response_ends_the_fetch_with_it,
     garbage_is_a_protocol_error_and_too_much_is_too_large,
     a_stalled_server_loses_the_race_against_the_deadline,
     https_is_refused_before_any_socket,

@@ -1,5 +1,7 @@
 //! Tests of `src/future.rs`: a result slot, done-callbacks scheduled on the
-//! loop, and `.await`.
+//! loop, and `.await`. The tests that run a turn of the loop are bounded
+//! (see `shared::fixtures::bound`): a turn with nothing scheduled waits in
+//! `poll` for ever.
 
 use std::cell::RefCell;
 use std::pin::Pin;
@@ -10,6 +12,13 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::future::Future;
+use shared::fixtures::bound::within;
+
+/// What to look at when a turn of the loop never ends: it had nothing to run.
+const NOTHING_SCHEDULED: &str = "a turn of the loop waited for ever, so no done-callback \
+    was scheduled. set_result must store the result, return true on a pending future, and \
+    schedule each done-callback with call_soon; add_done_callback keeps the callback while \
+    the future is pending, and schedules it at once when it is done";
 
 /// A waker that counts its wake-ups.
 struct Counter(AtomicUsize);
@@ -26,54 +35,58 @@ fn poll_once<F: std::future::Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F
 
 #[test]
 fn callbacks_are_scheduled_in_order_and_see_the_result() {
-    let event_loop = EventLoop::new().unwrap();
-    let f = event_loop.create_future();
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    for name in ["first", "second"] {
-        let seen = Rc::clone(&seen);
-        f.add_done_callback(move |f: Future<u32>| {
-            seen.borrow_mut().push(format!("{name} {:?}", f.result()))
-        });
-    }
-    assert!(!f.done(), "done() of a future nobody has set a result on");
-    assert!(
-        f.set_result(7),
-        "set_result on a pending future returns true"
-    );
-    assert!(
-        seen.borrow().is_empty(),
-        "a done-callback ran inside set_result: schedule callbacks with call_soon, \
-         so that whoever set the result is not re-entered"
-    );
-    event_loop.run_once().unwrap();
-    assert_eq!(
-        *seen.borrow(),
-        ["first Some(7)", "second Some(7)"],
-        "the done-callbacks after one turn: each once, in the order they were added, \
-         each seeing the result"
-    );
-    assert_eq!(f.result(), Some(7), "result() after set_result(7)");
+    within(10, NOTHING_SCHEDULED, || {
+        let event_loop = EventLoop::new().unwrap();
+        let f = event_loop.create_future();
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        for name in ["first", "second"] {
+            let seen = Rc::clone(&seen);
+            f.add_done_callback(move |f: Future<u32>| {
+                seen.borrow_mut().push(format!("{name} {:?}", f.result()))
+            });
+        }
+        assert!(!f.done(), "done() of a future nobody has set a result on");
+        assert!(
+            f.set_result(7),
+            "set_result on a pending future returns true"
+        );
+        assert!(
+            seen.borrow().is_empty(),
+            "a done-callback ran inside set_result: schedule callbacks with call_soon, \
+             so that whoever set the result is not re-entered"
+        );
+        event_loop.run_once().unwrap();
+        assert_eq!(
+            *seen.borrow(),
+            ["first Some(7)", "second Some(7)"],
+            "the done-callbacks after one turn: each once, in the order they were added, \
+             each seeing the result"
+        );
+        assert_eq!(f.result(), Some(7), "result() after set_result(7)");
+    });
 }
 
 #[test]
 fn a_callback_added_to_a_done_future_still_runs() {
-    // The tutorial's `add_done_callback` would store it and never call it.
-    let event_loop = EventLoop::new().unwrap();
-    let f = event_loop.create_future();
-    f.set_result("done");
-    let ran = Rc::new(RefCell::new(false));
-    let flag = Rc::clone(&ran);
-    f.add_done_callback(move |_| *flag.borrow_mut() = true);
-    assert!(
-        !*ran.borrow(),
-        "a callback added to a done future ran inside add_done_callback: schedule it with call_soon"
-    );
-    event_loop.run_once().unwrap();
-    assert!(
-        *ran.borrow(),
-        "a callback added to a done future did not run on the next turn: \
-         add_done_callback must schedule it at once when the result is already set"
-    );
+    within(10, NOTHING_SCHEDULED, || {
+        // The tutorial's `add_done_callback` would store it and never call it.
+        let event_loop = EventLoop::new().unwrap();
+        let f = event_loop.create_future();
+        f.set_result("done");
+        let ran = Rc::new(RefCell::new(false));
+        let flag = Rc::clone(&ran);
+        f.add_done_callback(move |_| *flag.borrow_mut() = true);
+        assert!(
+            !*ran.borrow(),
+            "a callback added to a done future ran inside add_done_callback: schedule it with call_soon"
+        );
+        event_loop.run_once().unwrap();
+        assert!(
+            *ran.borrow(),
+            "a callback added to a done future did not run on the next turn: \
+             add_done_callback must schedule it at once when the result is already set"
+        );
+    });
 }
 
 #[test]

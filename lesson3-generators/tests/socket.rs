@@ -215,6 +215,51 @@ fn read_all_parses_a_response_that_arrives_in_pieces() {
 }
 
 #[test]
+fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
+    use socket2::SockRef;
+    within(
+        10,
+        "write_all never ended on a connection the peer had reset: only WouldBlock may \
+         wait for the socket to be writable, and only Interrupted tries again at once; \
+         any other error of a write is write_all's error",
+        || {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = thread::spawn(move || {
+                let (conn, _) = listener.accept().unwrap();
+                // Closed with a reset (RST), not the usual FIN.
+                SockRef::from(&conn)
+                    .set_linger(Some(Duration::ZERO))
+                    .unwrap();
+                drop(conn);
+            });
+            let event_loop = EventLoop::new().unwrap();
+            let err = event_loop
+                .run_until_complete(async move {
+                    let mut sock = Socket::connect(&addr).await.unwrap();
+                    server.join().unwrap();
+                    // The reset has left; give loopback a moment to deliver it.
+                    thread::sleep(Duration::from_millis(20));
+                    // More than the socket buffers hold: some write fails.
+                    let data = vec![b'x'; 16 << 20];
+                    let err = sock.write_all(&data).await.unwrap_err();
+                    // A task's outcome is `Clone`; an `io::Error` is not.
+                    (err.kind(), err.to_string())
+                })
+                .unwrap();
+            assert!(
+                matches!(
+                    err.0,
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+                ),
+                "write_all's error on a connection the peer reset: ConnectionReset or \
+                 BrokenPipe, the write's own error, got {err:?}"
+            );
+        },
+    );
+}
+
+#[test]
 fn read_all_reports_a_reset_with_the_reports_kind_and_wording() {
     use socket2::SockRef;
     within(10, NEVER_READY, || {

@@ -239,3 +239,41 @@ fn a_task_created_on_a_closed_loop_is_never_stepped() {
         assert!(!task.done(), "done() of a task that never ran");
     });
 }
+
+#[test]
+fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
+    // A waker is `Send`: it can be woken wherever its future is resolved,
+    // even inside a callback of another loop on the same thread. It must
+    // reach its own loop (through `Remote`), never the loop that happens to
+    // be running.
+    within(
+        10,
+        "a task woken while another loop was running was never stepped: wake_by_ref \
+         may call wake_task directly only when the running loop is the task's own \
+         (its id is the waker's loop_id); otherwise the wake-up goes through Remote",
+        || {
+            let mine = EventLoop::new().unwrap();
+            let other = EventLoop::new().unwrap();
+            let f: Future<u8> = mine.create_future();
+            let waiting = f.clone();
+            let task = mine.create_task(async move { waiting.await });
+            mine.run_once().unwrap();
+            assert!(
+                !task.done(),
+                "the task waits for a future nobody has resolved yet"
+            );
+            // Resolved inside a callback of `other`: the running loop is
+            // `other` while the task's waker is woken.
+            other.call_soon(move || {
+                f.set_result(4);
+            });
+            other.run_once().unwrap();
+            assert_eq!(
+                mine.run_until_complete(task).unwrap(),
+                4,
+                "the task's result, once its own loop runs: the value set inside the other \
+                 loop's callback"
+            );
+        },
+    );
+}
