@@ -985,6 +985,44 @@ fn a_waker_used_from_another_thread_still_steps_the_task() {
     );
 }
 
+#[test]
+fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
+    // A waker can be woken wherever its future is resolved, even inside a
+    // callback of another loop on the same thread. It must reach its own
+    // loop (through `Remote`), never the loop that happens to be running.
+    within(
+        10,
+        "a task woken while another loop was running was never stepped: wake_by_ref may \
+         call wake_task directly only when the running loop is the task's own (its id is \
+         the waker's loop_id); otherwise the wake-up goes through Remote",
+        || {
+            let mine = EventLoop::new().unwrap();
+            let other = EventLoop::new().unwrap();
+            let f: Future<u8> = mine.create_future();
+            let task = mine.create_task(f.clone());
+            mine.run_once().unwrap();
+            assert!(
+                !task.done(),
+                "the task waits for a future nobody has resolved yet"
+            );
+            // Resolved inside a callback of `other`: the running loop is
+            // `other` while the task's waker is woken.
+            other.call_soon(move || {
+                f.set_result(4);
+            });
+            other.run_once().unwrap();
+            assert_eq!(
+                mine.run_until_complete(task).unwrap(),
+                4,
+                "the task's result, once its own loop runs: the value set inside the other \
+                 loop's callback"
+            );
+            other.close();
+            mine.close();
+        },
+    );
+}
+
 // ---------------------------------------------------------------------
 // Cancellation at the `.await`
 // ---------------------------------------------------------------------
