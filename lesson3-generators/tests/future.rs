@@ -50,6 +50,7 @@ fn callbacks_are_scheduled_in_order_and_see_the_result() {
             f.set_result(7),
             "set_result on a pending future returns true"
         );
+        assert!(f.done(), "done() after set_result(7)");
         assert!(
             seen.borrow().is_empty(),
             "a done-callback ran inside set_result: schedule callbacks with call_soon, \
