@@ -1676,6 +1676,121 @@ fn sockets_connect_write_and_read_through_the_loop() {
 }
 
 #[test]
+fn write_all_waits_for_room_and_sends_every_byte() {
+    // 16 MiB do not fit in loopback's buffers: a write must answer
+    // `WouldBlock`, and write_all must wait for room and carry on.
+    within(30, NEVER_READY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            let mut got = Vec::new();
+            stream.read_to_end(&mut got).unwrap();
+            got
+        });
+        let data: Vec<u8> = (0..16 << 20).map(|i| (i % 251) as u8).collect();
+        let sent = data.clone();
+        lesson4_asyncio_style::event_loop::run(async move {
+            let mut socket = Socket::connect(&addr).await?;
+            socket.write_all(&sent).await?;
+            // Dropped here: the server reads to the close.
+            Ok(())
+        })
+        .unwrap();
+        let got = server.join().unwrap();
+        assert_eq!(
+            got.len(),
+            data.len(),
+            "bytes the server received of the 16 MiB write_all sent: every byte, however \
+             many writes it took (a WouldBlock waits for room, it is not an error)"
+        );
+        assert!(
+            got == data,
+            "the server received the bytes in another order or changed: each write must \
+             start where the last one stopped"
+        );
+    });
+}
+
+/// A listener whose one connection is reset (RST, not FIN) once its first
+/// bytes arrive, or at once when `at_once`.
+fn resetting_listener(at_once: bool) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        if !at_once {
+            let _ = stream.read(&mut [0u8; 4096]);
+        }
+        socket2::SockRef::from(&stream)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(stream);
+    });
+    (addr, server)
+}
+
+#[test]
+fn a_reset_ends_write_all_and_read_with_its_error() {
+    within(
+        20,
+        "write_all or read never ended on a connection the peer had reset: only \
+         WouldBlock may wait for the socket, and only Interrupted tries again at once; any \
+         other error is the operation's error",
+        || {
+            let kind_of = |err: &anyhow::Error| {
+                err.downcast_ref::<std::io::Error>()
+                    .map(|e| e.kind())
+                    .ok_or_else(|| format!("not an io::Error: {err:#}"))
+            };
+            // A write meets the reset: 16 MiB cannot all be in the socket's
+            // buffers when the server resets, once the first bytes arrive.
+            let (addr, server) = resetting_listener(false);
+            let written = lesson4_asyncio_style::event_loop::run(async move {
+                let mut socket = Socket::connect(&addr).await?;
+                let data = vec![b'x'; 16 << 20];
+                Ok(socket.write_all(&data).await.map_err(|e| kind_of(&e)))
+            })
+            .unwrap();
+            server.join().unwrap();
+            assert!(
+                matches!(
+                    written,
+                    Err(Ok(
+                        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+                    ))
+                ),
+                "write_all to a connection the peer reset: the write's error, ConnectionReset \
+                 or BrokenPipe; got {written:?}"
+            );
+
+            // A read meets the reset.
+            let (addr, server) = resetting_listener(true);
+            let read = lesson4_asyncio_style::event_loop::run(async move {
+                let mut socket = Socket::connect(&addr).await?;
+                // Until the reset has arrived, a read may say the peer is
+                // still there: wait for the server to be done first.
+                while !server.is_finished() {
+                    sleep(Duration::from_millis(5)).await?;
+                }
+                sleep(Duration::from_millis(20)).await?;
+                Ok(socket
+                    .read(|bytes| bytes.len())
+                    .await
+                    .map_err(|e| kind_of(&e)))
+            })
+            .unwrap();
+            assert!(
+                matches!(read, Err(Ok(std::io::ErrorKind::ConnectionReset))),
+                "read from a connection the peer reset: the read's error, ConnectionReset; \
+                 got {read:?}"
+            );
+        },
+    );
+}
+
+#[test]
 fn connecting_to_a_closed_port_fails() {
     within(20, NEVER_READY, || {
         let addr = refused_addr();
