@@ -1435,13 +1435,26 @@ pub fn out_of_descriptors_waits_for_a_free_one(
     );
     let lines = config.log.lines();
     assert!(
-        lines.iter().any(|l| l.ends_with("out of file descriptors")),
-        "no log line ending in `out of file descriptors`: the crawl logs `wait URL: out of \
-         file descriptors` at debug level when opening a socket fails for want of a \
-         descriptor and the fetch waits for one. Every URL was fetched, so if yours did \
-         wait, check the wording. Lines mentioning `descriptor`:\n{}All lines:\n{}",
+        lines
+            .iter()
+            .any(|l| l.starts_with("wait http") && l.ends_with(": out of file descriptors")),
+        "no log line `wait URL: out of file descriptors`: the crawl logs it at debug level \
+         when opening a socket fails for want of a descriptor and the fetch waits for one. \
+         Every URL was fetched, so if yours did wait, check the wording. Lines mentioning \
+         `descriptor`:\n{}All lines:\n{}",
         lines_mentioning(&lines, "descriptor"),
         show_lines(&lines)
+    );
+    let tries: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(" raised ") && l.contains("descriptor"))
+        .collect();
+    assert!(
+        tries.is_empty(),
+        "a fetch that found no free descriptor was counted as a failed try (`try N for URL \
+         raised ...`): running out of descriptors is a wait for one of the crawl's own \
+         sockets to close, not a try of the URL. The lines:\n{}",
+        tries.iter().map(|l| format!("  {l}\n")).collect::<String>()
     );
 }
 
@@ -1858,6 +1871,36 @@ pub fn delay_per_host(lesson: Lesson, crawl: CrawlFn) {
     assert!(last(&a) < last(&b), "host a waited for host b");
 }
 
+/// A crawl in which every URL answers 200 writes no error line: the
+/// error level is for what went wrong (a URL that failed for good, a
+/// worker that failed), not for the crawl's own shutdown.
+pub fn clean_crawl_logs_no_error(lesson: Lesson, crawl: CrawlFn) {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a> <a href="/b">b</a>"#)
+            .page("/a", r#"<a href="/b">b</a>"#)
+            .page("/b", r#"<a href="/">home</a>"#),
+    );
+    let mut config = config_for(lesson, &server, "/");
+    // Only the error level is captured.
+    config.log = Log::capture(Level::Error);
+    let report = crawl_within_deadline(crawl, &config);
+    assert_eq!(
+        report.stats.len(),
+        3,
+        "URLs reported for a site of three pages that link to each other\n{}",
+        report.render()
+    );
+    let lines = config.log.lines();
+    assert!(
+        lines.is_empty(),
+        "error lines written by a crawl in which every URL answered 200 (a crawler that \
+         stops its workers or tasks at the end must not report their stopping as an \
+         error):\n{}",
+        show_lines(&lines)
+    );
+}
+
 /// `-v`'s debug lines for a page's links (`log_queued`): `queue LINK from
 /// URL` for a link new to the crawl, `skip LINK from URL: already seen` for
 /// one it knew (a root is known from the start).
@@ -2068,7 +2111,7 @@ macro_rules! behaviour_suite {
             too_large, chunked_body, duplicate_roots, closed_port,
             answered_but_broken, generated_site, info_lines, robots_rules,
             robots_ignored, robots_statuses, delay_per_host, page_and_depth_limits,
-            debug_lines_for_links);
+            debug_lines_for_links, clean_crawl_logs_no_error);
     };
     (@cases $lesson:expr, $crawl:path; $($case:ident),* $(,)?) => {
         $(
