@@ -226,8 +226,10 @@ fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = listener.local_addr().unwrap();
             let server = thread::spawn(move || {
-                let (conn, _) = listener.accept().unwrap();
-                // Closed with a reset (RST), not the usual FIN.
+                let (mut conn, _) = listener.accept().unwrap();
+                // Once the first bytes arrive (the client is connected and
+                // writing), closed with a reset (RST), not the usual FIN.
+                let _ = conn.read(&mut [0u8; 4096]);
                 SockRef::from(&conn)
                     .set_linger(Some(Duration::ZERO))
                     .unwrap();
@@ -237,16 +239,15 @@ fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
             let err = event_loop
                 .run_until_complete(async move {
                     let mut sock = Socket::connect(&addr).await.unwrap();
-                    server.join().unwrap();
-                    // The reset has left; give loopback a moment to deliver it.
-                    thread::sleep(Duration::from_millis(20));
-                    // More than the socket buffers hold: some write fails.
+                    // More than the socket buffers hold: a write after the
+                    // reset fails.
                     let data = vec![b'x'; 16 << 20];
                     let err = sock.write_all(&data).await.unwrap_err();
                     // A task's outcome is `Clone`; an `io::Error` is not.
                     (err.kind(), err.to_string())
                 })
                 .unwrap();
+            server.join().unwrap();
             assert!(
                 matches!(
                     err.0,

@@ -1714,15 +1714,13 @@ fn write_all_waits_for_room_and_sends_every_byte() {
 }
 
 /// A listener whose one connection is reset (RST, not FIN) once its first
-/// bytes arrive, or at once when `at_once`.
-fn resetting_listener(at_once: bool) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+/// bytes arrive: the client is connected, and has started writing.
+fn resetting_listener() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
-        if !at_once {
-            let _ = stream.read(&mut [0u8; 4096]);
-        }
+        let _ = stream.read(&mut [0u8; 4096]);
         socket2::SockRef::from(&stream)
             .set_linger(Some(Duration::ZERO))
             .unwrap();
@@ -1746,7 +1744,7 @@ fn a_reset_ends_write_all_and_read_with_its_error() {
             };
             // A write meets the reset: 16 MiB cannot all be in the socket's
             // buffers when the server resets, once the first bytes arrive.
-            let (addr, server) = resetting_listener(false);
+            let (addr, server) = resetting_listener();
             let written = lesson4_asyncio_style::event_loop::run(async move {
                 let mut socket = Socket::connect(&addr).await?;
                 let data = vec![b'x'; 16 << 20];
@@ -1766,9 +1764,10 @@ fn a_reset_ends_write_all_and_read_with_its_error() {
             );
 
             // A read meets the reset.
-            let (addr, server) = resetting_listener(true);
+            let (addr, server) = resetting_listener();
             let read = lesson4_asyncio_style::event_loop::run(async move {
                 let mut socket = Socket::connect(&addr).await?;
+                socket.write_all(b"x").await?;
                 // Until the reset has arrived, a read may say the peer is
                 // still there: wait for the server to be done first.
                 while !server.is_finished() {
