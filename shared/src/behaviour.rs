@@ -792,6 +792,37 @@ pub fn chunked_body(lesson: Lesson, crawl: CrawlFn) {
     );
 }
 
+/// A response that arrives a byte at a time is read to its end: each read
+/// is fed to the parser, however many it takes.
+pub fn response_in_pieces(lesson: Lesson, crawl: CrawlFn) {
+    let body = format!(r#"<p>{}</p> <a href="/one">1</a>"#, "slow ".repeat(20));
+    let server = TestServer::start(
+        Site::new()
+            .route(
+                "/",
+                Route::html(body.clone()).drip(Duration::from_millis(1)),
+            )
+            .page("/one", "1"),
+    );
+    let report = crawl_within_deadline(crawl, &config_for(lesson, &server, "/"));
+    assert_consistent(&report);
+    let root = stat(&report, &server.url("/"));
+    assert_eq!(
+        (root.status, root.size),
+        (Some(200), body.len()),
+        "/: (STATUS, SIZE) of a page whose response arrived one byte at a time: the whole \
+         body, read across many reads (each read goes to the parser until the response is \
+         complete)\n{}",
+        report.render()
+    );
+    assert_eq!(
+        report.urls().len(),
+        2,
+        "URLs reported: / and /one, the link at the end of its slow body\n{}",
+        report.render()
+    );
+}
+
 /// Duplicate roots are fetched once; a root without a scheme gets `http://`.
 pub fn duplicate_roots(lesson: Lesson, crawl: CrawlFn) {
     let server = TestServer::start(Site::new().page("/", "home"));
@@ -2116,7 +2147,7 @@ macro_rules! behaviour_suite {
             too_large, chunked_body, duplicate_roots, closed_port,
             answered_but_broken, generated_site, info_lines, robots_rules,
             robots_ignored, robots_statuses, delay_per_host, page_and_depth_limits,
-            debug_lines_for_links, clean_crawl_logs_no_error);
+            debug_lines_for_links, clean_crawl_logs_no_error, response_in_pieces);
     };
     (@cases $lesson:expr, $crawl:path; $($case:ident),* $(,)?) => {
         $(
