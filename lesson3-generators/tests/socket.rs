@@ -214,27 +214,44 @@ fn read_all_parses_a_response_that_arrives_in_pieces() {
     });
 }
 
+/// When [`resetting_server`] resets its one connection.
+enum ResetWhen {
+    /// Once the client's first bytes arrive: it is connected and writing.
+    FirstBytes,
+    /// 20 ms after the accept: the client is connected, and reading.
+    After20Ms,
+}
+
+/// A server that takes one connection and closes it with a reset (RST),
+/// not the usual FIN.
+fn resetting_server(when: ResetWhen) -> (SocketAddr, thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        match when {
+            ResetWhen::FirstBytes => {
+                let _ = conn.read(&mut [0u8; 4096]);
+            }
+            ResetWhen::After20Ms => thread::sleep(Duration::from_millis(20)),
+        }
+        socket2::SockRef::from(&conn)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(conn);
+    });
+    (addr, server)
+}
+
 #[test]
 fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
-    use socket2::SockRef;
     within(
         10,
         "write_all never ended on a connection the peer had reset: only WouldBlock may \
          wait for the socket to be writable, and only Interrupted tries again at once; \
          any other error of a write is write_all's error",
         || {
-            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            let addr = listener.local_addr().unwrap();
-            let server = thread::spawn(move || {
-                let (mut conn, _) = listener.accept().unwrap();
-                // Once the first bytes arrive (the client is connected and
-                // writing), closed with a reset (RST), not the usual FIN.
-                let _ = conn.read(&mut [0u8; 4096]);
-                SockRef::from(&conn)
-                    .set_linger(Some(Duration::ZERO))
-                    .unwrap();
-                drop(conn);
-            });
+            let (addr, server) = resetting_server(ResetWhen::FirstBytes);
             let event_loop = EventLoop::new().unwrap();
             let err = event_loop
                 .run_until_complete(async move {
@@ -262,19 +279,8 @@ fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
 
 #[test]
 fn read_all_reports_a_reset_with_the_reports_kind_and_wording() {
-    use socket2::SockRef;
     within(10, NEVER_READY, || {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = thread::spawn(move || {
-            let (conn, _) = listener.accept().unwrap();
-            thread::sleep(Duration::from_millis(20));
-            // Closed with a reset (RST), not the usual FIN.
-            SockRef::from(&conn)
-                .set_linger(Some(Duration::ZERO))
-                .unwrap();
-            drop(conn);
-        });
+        let (addr, server) = resetting_server(ResetWhen::After20Ms);
         let event_loop = EventLoop::new().unwrap();
         let err = event_loop
             .run_until_complete(async move {
