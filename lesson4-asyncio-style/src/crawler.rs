@@ -402,11 +402,13 @@ impl Crawler {
             .progress(|| Progress::of(&self.done.borrow(), in_flight, queued));
     }
 
-    /// The report of the crawl so far (complete once `crawl` has returned).
+    /// The report, once `crawl` has returned: it takes the statistics, so
+    /// it is asked for once.
     pub fn report(&self) -> CrawlReport {
         let end = self.t1.get().unwrap_or_else(Instant::now);
         CrawlReport {
-            stats: self.done.borrow().clone(),
+            // Taken, not copied: the crawl is over (as in lessons 1–3).
+            stats: std::mem::take(&mut *self.done.borrow_mut()),
             elapsed: end.saturating_duration_since(self.t0.get()),
             max_tasks: self.max_tasks,
             peak_in_flight: self.session.in_flight.peak(),

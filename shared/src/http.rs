@@ -91,20 +91,14 @@ pub enum Version {
 /// and robots.txt rules can name it), no `Accept-Encoding`.
 pub fn get_request(url: &Url, version: Version, agent: &str) -> Vec<u8> {
     // The request target is the path and query only: the fragment belongs to
-    // the browser and is never sent. `Url` has already percent-encoded both.
-    let mut target = url.path().to_owned();
-    if let Some(query) = url.query() {
-        target.push('?');
-        target.push_str(query);
-    }
-    // `Url::port` is `None` when the port is the scheme's default (80 for
-    // http), which is exactly when `Host` leaves it out. `host_str` keeps the
-    // brackets of an IPv6 literal, as `Host` needs them.
-    let host = url.host_str().unwrap_or("");
-    let host = match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    };
+    // the browser and is never sent. `Url` has already percent-encoded both,
+    // so they are a slice of its text.
+    let target = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    // `Host` is the host and the port when it is not the scheme's default
+    // (80 for http): exactly what `Url` writes between `//` (or `@`) and the
+    // path, since it leaves a default port out. An IPv6 literal keeps its
+    // brackets, as `Host` needs them.
+    let host = &url[url::Position::BeforeHost..url::Position::AfterPort];
     // HTTP/1.0 closes after one response by default, but servers that speak
     // 1.1 may keep it open anyway: `Connection: close` says so outright. An
     // HTTP/1.1 request is keep-alive unless it says otherwise, so lesson 4
@@ -114,10 +108,27 @@ pub fn get_request(url: &Url, version: Version, agent: &str) -> Vec<u8> {
         Version::Http10Close => ("HTTP/1.0", "Connection: close\r\n"),
         Version::Http11KeepAlive => ("HTTP/1.1", ""),
     };
-    format!(
-        "GET {target} {version_text}\r\nHost: {host}\r\nUser-Agent: {agent}\r\n{connection}\r\n"
-    )
-    .into_bytes()
+    // Put together piece by piece in one buffer of the right size: a
+    // request goes out for every URL, and `format!` would build the target
+    // and the host as strings of their own first.
+    let parts = [
+        "GET ",
+        target,
+        " ",
+        version_text,
+        "\r\nHost: ",
+        host,
+        "\r\nUser-Agent: ",
+        agent,
+        "\r\n",
+        connection,
+        "\r\n",
+    ];
+    let mut request = Vec::with_capacity(parts.iter().map(|part| part.len()).sum());
+    for part in parts {
+        request.extend_from_slice(part.as_bytes());
+    }
+    request
 }
 
 /// Response headers, in arrival order; names compare case-insensitively.
@@ -1047,6 +1058,31 @@ mod tests {
         );
         assert_eq!(host_line("http://[::1]:3000/"), "Host: [::1]:3000");
         assert_eq!(host_line("http://[::1]/"), "Host: [::1]");
+        // A user and password in the URL are never sent in `Host`.
+        assert_eq!(
+            host_line("http://user:secret@example.com:8080/"),
+            "Host: example.com:8080"
+        );
+        assert_eq!(host_line("https://example.com:443/"), "Host: example.com");
+        let first_line = |text: &str| {
+            let request = get_request(&url(text), Version::Http11KeepAlive, "crawler-course");
+            String::from_utf8(request)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            first_line("http://h/a?"),
+            "GET /a? HTTP/1.1",
+            "an empty query keeps its `?`"
+        );
+        assert_eq!(
+            first_line("http://u@h/a?b#c"),
+            "GET /a?b HTTP/1.1",
+            "no user, no fragment"
+        );
         let request = get_request(
             &url("http://h/a%20b?q=%C3%A9"),
             Version::Http10Close,
