@@ -331,7 +331,7 @@ mod tests {
             reusable: false,
         };
         for (name, value) in headers {
-            response.headers.push(*name, *value);
+            response.headers.push(name, value);
         }
         response
     }
