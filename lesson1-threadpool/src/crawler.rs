@@ -36,7 +36,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use shared::http::{Limits, Response};
-use shared::links::{self, Link, UrlPolicy};
+use shared::links::{self, Fingerprint, Link, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
@@ -74,13 +74,15 @@ pub struct Crawler {
     /// asked for). Each fetch goes on its thread's lane.
     trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
-    /// the first time any thread finds it. Behind a lock because every
-    /// thread reads *and* changes it; see [`Crawler::add_urls`]. `std`'s
-    /// `HashSet` hashes with SipHash under keys drawn at random for each
-    /// process, and that matters here: the pages choose these URLs, and a
-    /// hash they could predict would let a hostile site send links that all
-    /// land in one bucket, making every look-up slow (hash flooding).
-    seen_urls: Mutex<HashSet<Link>>,
+    /// the first time any thread finds it, each kept as its
+    /// [`Fingerprint`] (16 bytes that stand for the URL's text). Behind a
+    /// lock because every thread reads *and* changes it; see
+    /// [`Crawler::add_urls`]. `std`'s `HashSet` hashes with SipHash under
+    /// keys drawn at random for each process, and so do fingerprints, and
+    /// that matters here: the pages choose these URLs, and a hash they could
+    /// predict would let a hostile site send links that all land in one
+    /// bucket, making every look-up slow (hash flooding).
+    seen_urls: Mutex<HashSet<Fingerprint>>,
     /// One statistic per finished URL, in the order they finished.
     done: Mutex<Vec<FetchStatistic>>,
     /// Fetches in flight now, and the most at once; where a fetch waits for
@@ -102,7 +104,7 @@ impl Crawler {
         let roots = links::normalize_roots(&config.roots)?;
         Ok(Crawler {
             policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
-            seen_urls: Mutex::new(roots.iter().cloned().map(Link::from).collect()),
+            seen_urls: Mutex::new(roots.iter().map(Fingerprint::from).collect()),
             roots,
             resolver: Resolver::new(),
             timeout: config.timeout,
@@ -227,7 +229,7 @@ impl Crawler {
                 // `insert` is the check and the change in one step, under
                 // one locking: `false` when the URL was already there. That
                 // is what makes "new" mean new to the whole crawl.
-                let is_new = seen_urls.insert(link.clone());
+                let is_new = seen_urls.insert(link.fingerprint());
                 if is_new {
                     // Queued with the lock still held, as the tutorial does.
                     // (Queuing after the unlock would be correct too: only

@@ -37,7 +37,7 @@ use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use shared::http::Limits;
-use shared::links::{self, Link, UrlPolicy};
+use shared::links::{self, Fingerprint, Link, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::net::Resolver;
 use shared::page::{self, Analysis};
@@ -75,8 +75,9 @@ pub struct Crawler {
     /// asked for). A fetch takes the lowest lane no other fetch holds.
     trace: Trace,
     /// Every URL ever queued: the roots, then each link and redirect target
-    /// the first time a page names it. No lock: see [`Crawler::add_urls`].
-    seen_urls: HashSet<Link>,
+    /// the first time a page names it, as its [`Fingerprint`]. No lock: see
+    /// [`Crawler::add_urls`].
+    seen_urls: HashSet<Fingerprint>,
     /// URLs queued and not finished yet, fetching or waiting for a socket
     /// (the tutorial's `urls_todo`). The crawl is over when it is empty.
     urls_todo: HashSet<Url>,
@@ -110,7 +111,7 @@ impl Crawler {
         Ok(Rc::new_cyclic(|this| {
             RefCell::new(Crawler {
                 policy: UrlPolicy::new(&roots, config.exclude.clone(), config.lenient),
-                seen_urls: roots.iter().cloned().map(Link::from).collect(),
+                seen_urls: roots.iter().map(Fingerprint::from).collect(),
                 roots,
                 resolver: Rc::new(Resolver::new()),
                 timeout: config.timeout,
@@ -342,7 +343,7 @@ impl Crawler {
             .map(|link| {
                 // No lock: no other callback can run until this one returns,
                 // so between `insert` and `fetch` nobody can sneak in.
-                let is_new = self.seen_urls.insert(link.clone());
+                let is_new = self.seen_urls.insert(link.fingerprint());
                 if is_new {
                     self.fetch(event_loop, link.to_url(), depth);
                 }

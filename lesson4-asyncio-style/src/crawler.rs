@@ -44,7 +44,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use shared::http::Response;
-use shared::links::{self, Link, UrlPolicy};
+use shared::links::{self, Fingerprint, Link, UrlPolicy};
 use shared::log::Log;
 use shared::page::{self, Analysis};
 use shared::polite::Turn;
@@ -85,10 +85,9 @@ pub struct Crawler {
     /// last is `true` for a URL that already waited for its turn (see
     /// [`Crawler::wait_for_turn`]).
     q: Queue<(Url, usize, usize, bool)>,
-    /// Every URL ever queued: roots, new links, redirect targets. Their text
-    /// only — a parsed `Url` carries 64 bytes of offsets besides it — in a
-    /// `Box<str>`, which unlike a `String` has no spare capacity to record.
-    seen_urls: RefCell<HashSet<Box<str>>>,
+    /// Every URL ever queued: roots, new links, redirect targets, each as
+    /// its [`Fingerprint`], as in lessons 1–3.
+    seen_urls: RefCell<HashSet<Fingerprint>>,
     /// One statistic per finished URL.
     done: RefCell<Vec<FetchStatistic>>,
     /// The connection pool, the deadline and the limits, shared by all
@@ -297,7 +296,7 @@ impl Crawler {
             if let Some(next_url) = redirect {
                 trace::end(&stat);
                 self.record_statistic(stat);
-                if self.seen_urls.borrow().contains(next_url.as_str()) {
+                if self.seen_urls.borrow().contains(&next_url.fingerprint()) {
                     // We have been down this path before.
                     self.log.debug(format_args!(
                         "skip redirect {next_url} from {url}: already seen"
@@ -329,14 +328,17 @@ impl Crawler {
     fn add_links(&self, page: &Url, links: Vec<Link>, depth: usize) -> usize {
         let mut new = 0;
         for link in links {
-            // Most links are seen already: only a new one is parsed (`to_url`).
-            if self.seen_urls.borrow().contains(link.as_str()) {
+            // The check and the change in one step, as in lessons 1–3; no
+            // other task runs until the next `.await`. Most links are seen
+            // already: only a new one is parsed (`to_url`).
+            if self.seen_urls.borrow_mut().insert(link.fingerprint()) {
+                self.log.debug(format_args!("queue {link} from {page}"));
+                self.q
+                    .put_nowait((link.to_url(), self.max_redirect, depth, false));
+                new += 1;
+            } else {
                 self.log
                     .debug(format_args!("skip {link} from {page}: already seen"));
-            } else {
-                self.log.debug(format_args!("queue {link} from {page}"));
-                self.add_url(link.to_url(), self.max_redirect, depth);
-                new += 1;
             }
         }
         new
@@ -344,7 +346,7 @@ impl Crawler {
 
     /// Mark `url` seen and queue it, with `max_redirect` redirects allowed, at `depth`.
     fn add_url(&self, url: Url, max_redirect: usize, depth: usize) {
-        self.seen_urls.borrow_mut().insert(url.as_str().into());
+        self.seen_urls.borrow_mut().insert(Fingerprint::from(&url));
         self.q.put_nowait((url, max_redirect, depth, false));
     }
     // ANCHOR_END: add_links

@@ -24,7 +24,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shared::http::{Response, ResponseParser};
-use shared::links::{self, reference, Link, UrlPolicy};
+use shared::links::{self, reference, Fingerprint, Link, UrlPolicy};
 use shared::log::{Level, Log};
 use shared::page::{analyze, Analysis};
 use url::Url;
@@ -100,6 +100,9 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(clone.as_str(), url.as_str());
             assert_eq!(&clone.to_url(), url);
             assert_eq!(clone.host_str(), url.host_str());
+            // What a seen-set keeps of the link is what it would keep of
+            // the `Url` the regex way made.
+            assert_eq!(link.fingerprint(), Fingerprint::from(url));
         }
     }
 });
