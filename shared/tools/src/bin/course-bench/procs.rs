@@ -84,9 +84,9 @@ pub fn lesson_binary(ctx: &Ctx, n: u8) -> Result<PathBuf> {
     binary(ctx, &format!("lesson{n}"), lesson_crate(n), None)
 }
 
-/// The course's static file server, `serve` (in the `shared` crate).
+/// The course's static file server, `serve` (its own crate, `shared/serve`).
 pub fn serve_binary(ctx: &Ctx) -> Result<PathBuf> {
-    binary(ctx, "serve", "shared", Some("serve"))
+    binary(ctx, "serve", "serve", Some("serve"))
 }
 
 /// Lesson number → its binary.
