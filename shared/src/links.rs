@@ -38,6 +38,9 @@
 //! resolved by hand are written one after another into one buffer the
 //! links share, so finding a link allocates nothing of its own; a clone
 //! copies its text out, so a link a crawler keeps holds only its URL.
+//!
+//! What a crawler's seen-set keeps of a link is its [`Fingerprint`]: 128
+//! bits of a keyed hash of its text, held in the set's own table.
 
 use std::borrow::Cow;
 use std::collections::hash_map::RandomState;

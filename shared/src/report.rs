@@ -56,10 +56,12 @@ impl CrawlReport {
 
     /// The stats table: the original's counter keys and their totals.
     pub fn counts(&self) -> BTreeMap<String, usize> {
-        // Counted under `&'static str` keys and status codes, and made
-        // `String`s once at the end: a key written out per URL would be two
-        // allocations for each of a crawl's tens of thousands of URLs.
+        // Counted under `&'static str` keys, failure kinds and status codes,
+        // and made `String`s once at the end: a key written out per URL
+        // would be two allocations for each of a crawl's tens of thousands
+        // of URLs.
         let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut fails: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
         let mut add = |key: &'static str, n: usize| *counts.entry(key).or_insert(0) += n;
         for stat in &self.stats {
@@ -67,7 +69,7 @@ impl CrawlReport {
                 add("blocked", 1);
             } else if let Some(err) = &stat.error {
                 add("fail", 1);
-                add(err.kind.report_key(), 1);
+                *fails.entry(err.kind.key()).or_insert(0) += 1;
             } else if stat.next_url.is_some() {
                 add("redirect", 1);
             } else if stat.status == Some(200) && stat.content_type.as_deref() == Some("text/html")
@@ -88,6 +90,11 @@ impl CrawlReport {
         counts
             .into_iter()
             .map(|(key, n)| (key.to_owned(), n))
+            .chain(
+                fails
+                    .into_iter()
+                    .map(|(kind, n)| (format!("fail_{kind}"), n)),
+            )
             .chain(
                 statuses
                     .into_iter()

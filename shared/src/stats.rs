@@ -61,21 +61,6 @@ impl FailKind {
         }
     }
 
-    /// The report's whole key for a failure of this kind: `fail_` and
-    /// [`key`](FailKind::key).
-    pub fn report_key(self) -> &'static str {
-        match self {
-            FailKind::Dns => "fail_dns",
-            FailKind::Connect => "fail_connect",
-            FailKind::Timeout => "fail_timeout",
-            FailKind::Reset => "fail_reset",
-            FailKind::Protocol => "fail_protocol",
-            FailKind::TooLarge => "fail_too_large",
-            FailKind::Redirect => "fail_redirect",
-            FailKind::Unsupported => "fail_unsupported",
-        }
-    }
-
     /// Lesson 4 retries network trouble; a limit, a missing `Location` or an
     /// `https` URL would fail the same way every time, so retrying is waste.
     pub fn is_retryable(self) -> bool {
@@ -331,17 +316,6 @@ mod tests {
             fe.message,
             "fetching http://a/: reading response: connection reset"
         );
-    }
-
-    #[test]
-    fn report_key_is_fail_and_key() {
-        for kind in FailKind::ALL {
-            assert_eq!(
-                kind.report_key(),
-                format!("fail_{}", kind.key()),
-                "the report's key for {kind:?} is `fail_` and its key"
-            );
-        }
     }
 
     #[test]
