@@ -61,10 +61,12 @@ struct Tally {
 /// Fetch every path in `paths` from `addr` with `concurrency` keep-alive
 /// connections. Fails if any URL could not be fetched (after one retry on a
 /// fresh connection): a baseline that skipped URLs would flatter nobody.
+/// With `cpus`, every thread runs on the machine's first `cpus` CPUs only.
 pub fn fetch_all(
     addr: SocketAddr,
     paths: &Arc<Vec<String>>,
     concurrency: usize,
+    cpus: Option<usize>,
 ) -> Result<Fetched> {
     let next = Arc::new(AtomicUsize::new(0));
     let host = addr.to_string();
@@ -74,7 +76,12 @@ pub fn fetch_all(
             let paths = Arc::clone(paths);
             let next = Arc::clone(&next);
             let host = host.clone();
-            std::thread::spawn(move || worker(addr, &host, &paths, &next))
+            std::thread::spawn(move || {
+                if let Some(cpus) = cpus {
+                    hold_to_cpus(cpus)?;
+                }
+                worker(addr, &host, &paths, &next)
+            })
         })
         .collect();
     let mut total = Tally::default();
@@ -115,6 +122,35 @@ pub fn fetch_all(
         retries: total.retries,
         first_retry_error: total.first_retry_error,
     })
+}
+
+/// The row of a baseline held to `cpus` CPUs: its label, and how it ran.
+pub fn held_row(cpus: usize, concurrency: usize) -> (String, String) {
+    let on = if cpus == 1 {
+        "one CPU".to_string()
+    } else {
+        format!("the first {cpus} CPUs")
+    };
+    (
+        format!("baseline on {}", on.trim_start_matches("the first ")),
+        format!("{concurrency} keep-alive connections, URL list known, threads held to {on}"),
+    )
+}
+
+/// Keep the calling thread on the first `cpus` of the CPUs it may run on
+/// (on Linux, `sched_setaffinity` of pid 0 is the calling thread alone).
+fn hold_to_cpus(cpus: usize) -> io::Result<()> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let allowed = sched_getaffinity(Pid::from_raw(0)).map_err(io::Error::from)?;
+    let mut held = CpuSet::new();
+    for cpu in (0..CpuSet::count())
+        .filter(|&cpu| allowed.is_set(cpu).unwrap_or(false))
+        .take(cpus.max(1))
+    {
+        held.set(cpu).map_err(io::Error::from)?;
+    }
+    sched_setaffinity(Pid::from_raw(0), &held).map_err(io::Error::from)
 }
 
 /// One connection's loop: take a path, fetch it, repeat.
@@ -260,4 +296,56 @@ fn discard(conn: &mut BufReader<TcpStream>, mut n: u64) -> io::Result<()> {
         n -= k as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread held to one CPU runs on the first CPU it was allowed alone,
+    /// and the thread that started it keeps its own.
+    #[test]
+    fn a_held_thread_has_only_the_first_cpus() {
+        use nix::sched::sched_getaffinity;
+        use nix::unistd::Pid;
+        let before = sched_getaffinity(Pid::from_raw(0)).expect("this thread's CPUs");
+        let held = std::thread::spawn(|| {
+            hold_to_cpus(1)?;
+            sched_getaffinity(Pid::from_raw(0)).map_err(io::Error::from)
+        })
+        .join()
+        .expect("the thread ran")
+        .expect("held to one CPU");
+        let set = |s: &nix::sched::CpuSet| {
+            (0..nix::sched::CpuSet::count())
+                .filter(|&cpu| s.is_set(cpu).unwrap_or(false))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            set(&held),
+            set(&before)[..1],
+            "a thread held to one CPU should be allowed the first of its CPUs and no other"
+        );
+        let after = sched_getaffinity(Pid::from_raw(0)).expect("this thread's CPUs");
+        assert_eq!(
+            set(&after),
+            set(&before),
+            "holding one thread should not change the CPUs of the thread that started it"
+        );
+    }
+
+    #[test]
+    fn held_rows_say_how_many_cpus() {
+        assert_eq!(
+            held_row(1, 100),
+            (
+                "baseline on one CPU".to_string(),
+                "100 keep-alive connections, URL list known, threads held to one CPU".to_string()
+            )
+        );
+        assert_eq!(held_row(2, 8).0, "baseline on 2 CPUs");
+        assert!(held_row(2, 8)
+            .1
+            .ends_with("threads held to the first 2 CPUs"));
+    }
 }

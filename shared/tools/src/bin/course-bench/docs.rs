@@ -33,6 +33,10 @@ pub struct Args {
     /// The baseline's connections, lesson 1's threads, lesson 4's tasks.
     #[arg(long, default_value_t = 100, value_parser = crate::at_least(1))]
     concurrency: usize,
+    /// Also run the baseline with its threads held to the first N CPUs, as
+    /// a row of its own (see `speed --baseline-cpus`).
+    #[arg(long, value_parser = crate::at_least(1))]
+    baseline_cpus: Option<usize>,
 }
 
 /// The toolchain's documentation folder.
@@ -128,6 +132,14 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
         Vec::new(),
         Vec::new(),
     )];
+    // The baselines come first: row `k` is baseline `k` while `k` is below
+    // `baselines.len()`, and a lesson after.
+    let mut baselines = vec![None];
+    if let Some(cpus) = args.baseline_cpus {
+        let (label, how) = baseline::held_row(cpus, args.concurrency);
+        rows.push((label, how, Vec::new(), Vec::new(), Vec::new()));
+        baselines.push(Some(cpus));
+    }
     for (n, _) in &binaries {
         let knob = if *n == 1 { "--threads" } else { "--max-tasks" };
         rows.push((
@@ -141,14 +153,14 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
     for round in 0..args.runs {
         for j in 0..rows.len() {
             let k = (round + j) % rows.len();
-            let outcome = if k == 0 {
+            let outcome = if let Some(&cpus) = baselines.get(k) {
                 let before = procs::cpu_of(None).unwrap_or_default();
-                baseline::fetch_all(server.addr, &paths, args.concurrency).map(|f| {
+                baseline::fetch_all(server.addr, &paths, args.concurrency, cpus).map(|f| {
                     let cpu = procs::cpu_of(None).unwrap_or_default().since(before);
                     (f.elapsed, cpu.total())
                 })
             } else {
-                let (n, bin) = &binaries[k - 1];
+                let (n, bin) = &binaries[k - baselines.len()];
                 crawl(ctx, bin, &how(*n)).and_then(|(t, cpu, report)| {
                     match report.mismatch(&expected) {
                         Some(why) => bail!("{why}"),
@@ -189,8 +201,11 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
         ctx,
         "Crawling the Rust documentation on nginx",
         &format!(
-            "docs --runs {} --concurrency {}",
-            args.runs, args.concurrency
+            "docs --runs {} --concurrency {}{}",
+            args.runs,
+            args.concurrency,
+            args.baseline_cpus
+                .map_or(String::new(), |cpus| format!(" --baseline-cpus {cpus}"))
         ),
     );
     let counts: Vec<String> = first
@@ -245,7 +260,7 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
     }
     let _ = writeln!(
         md,
-        "\nMedians of {} rounds, the three run in turn. The URL list is what a first, untimed \
+        "\nMedians of {} rounds, the rows run in turn. The URL list is what a first, untimed \
          lesson 4 crawl reported; a timed crawl counts only if it reports exactly that list. \
          The baseline fetches the list over keep-alive connections and parses nothing.",
         args.runs

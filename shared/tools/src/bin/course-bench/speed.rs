@@ -39,6 +39,8 @@ struct Spec {
     lessons: Vec<u8>,
     /// A crawl still running after this is killed and reported.
     crawl_timeout: Duration,
+    /// A second baseline row, its threads on this many CPUs.
+    baseline_cpus: Option<usize>,
 }
 
 /// The spec's site size; results for it go to `speed-<server>.md`.
@@ -79,6 +81,12 @@ pub struct Args {
     /// A crawl still running after this many seconds is killed and reported.
     #[arg(long, default_value_t = 600, value_parser = crate::at_least(1))]
     crawl_timeout: usize,
+    /// Also run the baseline with its threads held to the first N CPUs, as
+    /// a row of its own (the ratios stay against the baseline on every
+    /// CPU). Lesson 4's loop is one thread: `--baseline-cpus 1` fetches
+    /// the same way on one CPU.
+    #[arg(long, value_parser = crate::at_least(1))]
+    baseline_cpus: Option<usize>,
 }
 
 impl Args {
@@ -97,6 +105,7 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
         concurrency,
         server,
         crawl_timeout,
+        baseline_cpus,
         ..
     } = args;
     let servers = match server {
@@ -113,6 +122,7 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
         servers,
         lessons,
         crawl_timeout,
+        baseline_cpus,
     };
 
     eprintln!("speed: finding the binaries");
@@ -182,6 +192,8 @@ struct Contender {
     how: String,
     /// Lesson number and binary, or `None` for the baseline.
     lesson: Option<(u8, PathBuf)>,
+    /// For a baseline held to fewer CPUs: how many.
+    cpus: Option<usize>,
     /// Times of the correct runs.
     times: Vec<Duration>,
     /// Achieved concurrency reported by each correct run.
@@ -206,6 +218,7 @@ impl Contender {
             label,
             how,
             lesson,
+            cpus: None,
             times: Vec::new(),
             concurrency: Vec::new(),
             cpu: Vec::new(),
@@ -252,7 +265,7 @@ fn run_on(
 
     // One unmeasured baseline run warms the page cache and the server, and
     // tells us what the site answers.
-    let warm = baseline::fetch_all(server.addr, &paths, spec.concurrency)
+    let warm = baseline::fetch_all(server.addr, &paths, spec.concurrency, None)
         .context("warm-up baseline run")?;
 
     let mut contenders = vec![Contender::new(
@@ -264,6 +277,12 @@ fn run_on(
         ),
         None,
     )];
+    if let Some(cpus) = spec.baseline_cpus {
+        let (label, how) = baseline::held_row(cpus, spec.concurrency);
+        let mut held = Contender::new(format!("baseline-{cpus}cpu"), label, how, None);
+        held.cpus = Some(cpus);
+        contenders.push(held);
+    }
     for (n, bin) in binaries {
         let how = match n {
             1 => format!("`lesson1 -q --threads {}`", spec.concurrency),
@@ -287,7 +306,7 @@ fn run_on(
             let outcome = match &c.lesson {
                 None => {
                     let before = procs::cpu_of(None).unwrap_or_default();
-                    match baseline::fetch_all(server.addr, &paths, spec.concurrency) {
+                    match baseline::fetch_all(server.addr, &paths, spec.concurrency, c.cpus) {
                         Ok(f) => {
                             let cpu = procs::cpu_of(None).unwrap_or_default();
                             if f.retries > 0 {
@@ -462,6 +481,9 @@ fn render(
     if spec.lessons != [1, 2, 3, 4] {
         let list: Vec<String> = spec.lessons.iter().map(|n| n.to_string()).collect();
         let _ = write!(args, " --lessons {}", list.join(","));
+    }
+    if let Some(cpus) = spec.baseline_cpus {
+        let _ = write!(args, " --baseline-cpus {cpus}");
     }
     let title = format!(
         "Crawl speed: {} pages of {} bytes on {}",
