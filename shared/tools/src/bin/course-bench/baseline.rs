@@ -126,14 +126,14 @@ pub fn fetch_all(
 
 /// The row of a baseline held to `cpus` CPUs: its label, and how it ran.
 pub fn held_row(cpus: usize, concurrency: usize) -> (String, String) {
-    let on = if cpus == 1 {
-        "one CPU".to_string()
+    let (label, held_to) = if cpus == 1 {
+        ("one CPU".to_string(), "one CPU".to_string())
     } else {
-        format!("the first {cpus} CPUs")
+        (format!("{cpus} CPUs"), format!("the first {cpus} CPUs"))
     };
     (
-        format!("baseline on {}", on.trim_start_matches("the first ")),
-        format!("{concurrency} keep-alive connections, URL list known, threads held to {on}"),
+        format!("baseline on {label}"),
+        format!("{concurrency} keep-alive connections, URL list known, threads held to {held_to}"),
     )
 }
 
