@@ -61,7 +61,8 @@ struct Tally {
 /// Fetch every path in `paths` from `addr` with `concurrency` keep-alive
 /// connections. Fails if any URL could not be fetched (after one retry on a
 /// fresh connection): a baseline that skipped URLs would flatter nobody.
-/// With `cpus`, every thread runs on the machine's first `cpus` CPUs only.
+/// With `cpus`, every thread runs on the first `cpus` of the CPUs this
+/// process may use ([`hold_to_cpus`]), and on no other.
 pub fn fetch_all(
     addr: SocketAddr,
     paths: &Arc<Vec<String>>,
