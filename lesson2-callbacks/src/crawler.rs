@@ -24,8 +24,14 @@
 //! link gets its fetch at once. What bounds it is the process's open-file
 //! limit — each fetch holds a socket — so fetches beyond the socket budget
 //! wait in line (`waiting`) for another fetch to close its socket, and a
-//! "too many open files" error puts a URL back in that line instead of
-//! failing it.
+//! "too many open files" error puts a fetch back in that line instead of
+//! failing it. Every fetch that holds a socket takes its place in that line,
+//! a host's robots.txt as much as a page, and the end of every one lets the
+//! next in line go: a fetch that skipped the line could take a socket the
+//! budget does not have, and one whose end woke nobody could leave the line
+//! waiting for an end that never comes, with the crawl over and URLs still
+//! to do. If the loop ever runs out of work with URLs left, [`crate::crawl`]
+//! says so as an internal error ([`Crawler::all_done`]).
 //!
 //! Before a fetch starts, the URL waits for its turn (robots.txt, the host's
 //! slot under `--delay`, `--max-pages`) the callback way, in
@@ -44,7 +50,7 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
+use shared::{report, Config, CrawlReport, FetchStatistic, Stranded};
 use url::Url;
 
 use crate::event_loop::EventLoop;
@@ -89,8 +95,9 @@ pub struct Crawler {
     /// How many fetches may hold a socket at once: the open-file limit less
     /// a reserve. Lowered if the process runs out of descriptors anyway.
     socket_budget: usize,
-    /// URLs waiting for a socket (with their depth), first come first served.
-    waiting: VecDeque<(Url, usize)>,
+    /// Fetches waiting for a socket, first come first served: pages, and
+    /// hosts' robots.txt.
+    waiting: VecDeque<Waiting>,
     /// robots.txt, the hosts' slots and `--max-pages`, and the callbacks
     /// waiting for a turn.
     turns: Rc<Turns>,
@@ -98,7 +105,24 @@ pub struct Crawler {
     /// each `Fetcher`. `Weak`, so the crawler does not keep itself alive.
     this: Weak<RefCell<Crawler>>,
 }
+
+/// A fetch waiting in line for a socket.
+pub enum Waiting {
+    /// A page, found at this depth.
+    Page(Url, usize),
+    /// A host's robots.txt, and where its answer goes.
+    Robots(Url, Answer),
+}
 // ANCHOR_END: crawler
+
+impl std::fmt::Debug for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Waiting::Page(url, depth) => write!(f, "Page({url}, {depth})"),
+            Waiting::Robots(url, _) => write!(f, "Robots({url})"),
+        }
+    }
+}
 
 impl Crawler {
     // ANCHOR: new
@@ -165,7 +189,7 @@ impl Crawler {
     /// it as not fetched.
     fn take_turn(&mut self, event_loop: &EventLoop, url: Url, depth: usize, turn: Turn) {
         match turn {
-            Turn::Fetch => self.start_or_wait(event_loop, url, depth),
+            Turn::Fetch => self.start_or_wait(event_loop, Waiting::Page(url, depth)),
             Turn::Blocked(stat) => {
                 self.record_statistic(stat);
                 self.finished(event_loop, &url);
@@ -174,34 +198,59 @@ impl Crawler {
         }
     }
 
-    /// How [`Turns`] fetches a robots.txt: a `Fetcher` whose `done` callback
-    /// hands the answer on.
+    /// How [`Turns`] fetches a robots.txt: in line for a socket like a
+    /// page, since it holds one too.
     fn get_robots(&self, event_loop: &EventLoop) -> Get {
         let (crawler, event_loop) = (self.this.clone(), event_loop.clone());
         Rc::new(move |url: &Url, answer: Answer| {
-            let Some(crawler) = crawler.upgrade() else {
-                return;
-            };
-            let done = move |fetched| match fetched {
-                Fetched::Done(result) => answer(result),
-                // No descriptor: politeness allows the host one retry.
-                Fetched::OutOfDescriptors { .. } => answer(Err(FetchError::new(
-                    FailKind::Connect,
-                    "too many open files",
-                ))),
-            };
-            let fetcher = crawler.borrow().fetcher(&event_loop, url.clone(), done);
-            fetcher.borrow_mut().fetch(FetchSpan::off());
+            // Called from the loop (a timer's callback), never while the
+            // crawler is borrowed.
+            if let Some(crawler) = crawler.upgrade() {
+                let robots = Waiting::Robots(url.clone(), answer);
+                crawler.borrow_mut().start_or_wait(&event_loop, robots);
+            }
         })
     }
 
-    /// Start `url` now or put it in line for a socket.
-    fn start_or_wait(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
+    /// Start `fetch` now, or put it in line for a socket.
+    fn start_or_wait(&mut self, event_loop: &EventLoop, fetch: Waiting) {
         if self.in_flight.now() < self.socket_budget && self.waiting.is_empty() {
-            self.start_fetcher(event_loop, url, depth);
+            self.start(event_loop, fetch);
         } else {
-            self.waiting.push_back((url, depth));
+            self.waiting.push_back(fetch);
         }
+    }
+
+    /// Start `fetch`: a page's, or a robots.txt's.
+    fn start(&mut self, event_loop: &EventLoop, fetch: Waiting) {
+        match fetch {
+            Waiting::Page(url, depth) => self.start_fetcher(event_loop, url, depth),
+            Waiting::Robots(url, answer) => self.start_robots(event_loop, url, answer),
+        }
+    }
+
+    /// Fetch a robots.txt: a `Fetcher` whose `done` callback hands the
+    /// answer on — and then, like a page's end, lets the next fetch in line
+    /// have its socket.
+    fn start_robots(&mut self, event_loop: &EventLoop, url: Url, answer: Answer) {
+        let Some(crawler) = self.this.upgrade() else {
+            return;
+        };
+        let (done_loop, target) = (event_loop.clone(), url.clone());
+        let done = move |fetched| match fetched {
+            Fetched::OutOfDescriptors { in_flight } => {
+                let robots = Waiting::Robots(target, answer);
+                crawler.borrow_mut().out_of_descriptors(robots, in_flight);
+            }
+            Fetched::Done(result) => {
+                // The answer first, with the crawler not borrowed: it runs
+                // the callbacks of the URLs that waited for these rules.
+                answer(result);
+                crawler.borrow_mut().fetch_waiting(&done_loop);
+            }
+        };
+        let fetcher = self.fetcher(event_loop, url, done);
+        fetcher.borrow_mut().fetch(FetchSpan::off());
     }
 
     /// Make a `Fetcher` for `url` whose `done` callback is
@@ -246,18 +295,33 @@ impl Crawler {
         )
     }
 
-    /// A socket was closed: start as many waiting URLs as the budget now
-    /// allows. Counted here rather than re-checking `in_flight` after each
-    /// start, because a start that fails at once (no descriptor after all)
-    /// adds nothing to `in_flight` and would let the whole line through.
+    /// A socket was closed: start as many waiting fetches as the budget
+    /// now allows. Counted here rather than re-checking `in_flight` after
+    /// each start, because a start that fails at once (no descriptor after
+    /// all) adds nothing to `in_flight` and would let the whole line through.
     fn fetch_waiting(&mut self, event_loop: &EventLoop) {
         let free = self.socket_budget.saturating_sub(self.in_flight.now());
         for _ in 0..free {
-            let Some((url, depth)) = self.waiting.pop_front() else {
+            let Some(fetch) = self.waiting.pop_front() else {
                 break;
             };
-            self.start_fetcher(event_loop, url, depth);
+            self.start(event_loop, fetch);
         }
+        self.trace.queued(self.waiting.len());
+    }
+
+    /// `fetch` found no descriptor for its socket while `in_flight` others
+    /// held one. Each of them closes one when it ends: wait at the head of
+    /// the line for that, and take the hint that the process cannot hold
+    /// more sockets than they held.
+    fn out_of_descriptors(&mut self, fetch: Waiting, in_flight: usize) {
+        // (The fetcher reports this only with others in flight; a budget of
+        // zero would make every fetch wait forever.)
+        self.socket_budget = self.socket_budget.min(in_flight.max(1));
+        let (Waiting::Page(url, _) | Waiting::Robots(url, _)) = &fetch;
+        self.log
+            .debug(format_args!("wait {url}: out of file descriptors"));
+        self.waiting.push_front(fetch);
     }
     // ANCHOR_END: fetch
 
@@ -275,17 +339,9 @@ impl Crawler {
         fetched: Fetched,
     ) {
         let stat = match fetched {
-            // No descriptor for its socket. Others were in flight, and each
-            // closes one when it ends: wait in line for that, and take the
-            // hint that the process cannot hold more sockets than they held.
+            // No descriptor for its socket: back in line, at its head.
             Fetched::OutOfDescriptors { in_flight } => {
-                // (The fetcher reports this only with others in flight; a
-                // budget of zero would make every URL wait forever.)
-                self.socket_budget = self.socket_budget.min(in_flight.max(1));
-                self.log
-                    .debug(format_args!("wait {url}: out of file descriptors"));
-                self.waiting.push_front((url, depth));
-                return;
+                return self.out_of_descriptors(Waiting::Page(url, depth), in_flight);
             }
             Fetched::Done(Err(error)) => FetchStatistic::failed(url.as_str(), error),
             Fetched::Done(Ok(response)) => {
@@ -318,9 +374,8 @@ impl Crawler {
         };
         span.end(&stat);
         self.record_statistic(stat);
-        // Its socket is closed: a waiting URL can have it.
+        // Its socket is closed: a waiting fetch can have it.
         self.fetch_waiting(event_loop);
-        self.trace.queued(self.waiting.len());
         self.finished(event_loop, &url);
     }
 
@@ -380,6 +435,29 @@ impl Crawler {
         let queued = self.urls_todo.len().saturating_sub(in_flight + 1);
         self.log
             .progress(|| Progress::of(&self.done, in_flight, queued));
+    }
+
+    /// Once the loop has run out of work: were all URLs finished? URLs
+    /// still to do then can never be fetched — nothing is left to run that
+    /// could start them — and that is a bug in the crawler, said as such.
+    pub fn all_done(&self) -> Result<(), Stranded> {
+        if self.urls_todo.is_empty() {
+            return Ok(());
+        }
+        let waiting_for_socket = self
+            .waiting
+            .iter()
+            .filter(|fetch| matches!(fetch, Waiting::Page(..)))
+            .count();
+        let in_flight = self.in_flight.now();
+        Err(Stranded {
+            queued: self
+                .urls_todo
+                .len()
+                .saturating_sub(waiting_for_socket + in_flight),
+            waiting_for_socket,
+            in_flight,
+        })
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the

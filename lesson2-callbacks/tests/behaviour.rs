@@ -13,3 +13,8 @@ fn exit_status_follows_status_lines() {
 fn status_line_on_a_terminal() {
     shared::behaviour::status_line_on_a_terminal(env!("CARGO_BIN_EXE_lesson2"));
 }
+
+// More hosts than sockets: every URL fetched, robots.txt fetches counted in
+// the socket budget (see `shared::behaviour::hosts`).
+shared::hosts_suite!(shared::Lesson::Two, lesson2_callbacks::crawl_with_budget);
+shared::hosts_property!(shared::Lesson::Two, lesson2_callbacks::crawl_with_budget);

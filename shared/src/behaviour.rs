@@ -30,6 +30,8 @@
 //! The suite itself is tested in `shared/tests/reference_crawl.rs` against a
 //! tiny sequential crawler, so a broken case shows up before any lesson runs it.
 
+pub mod hosts;
+
 use std::collections::BTreeSet;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};

@@ -53,6 +53,17 @@ impl Lesson {
         }
     }
 
+    /// The lesson's crate: `lesson1-threadpool` … `lesson4-asyncio-style`
+    /// (a starter's crate has the same name), for `cargo test -p`.
+    pub fn crate_name(self) -> &'static str {
+        match self {
+            Lesson::One => "lesson1-threadpool",
+            Lesson::Two => "lesson2-callbacks",
+            Lesson::Three => "lesson3-generators",
+            Lesson::Four => "lesson4-asyncio-style",
+        }
+    }
+
     /// A one-line description for `--help`.
     pub fn title(self) -> &'static str {
         match self {

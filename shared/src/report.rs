@@ -29,6 +29,49 @@ pub struct CrawlReport {
     pub todo: usize,
 }
 
+/// A crawl that ran out of things to do with URLs still to do that no
+/// stated limit accounts for (`--max-pages`, robots.txt): an internal error
+/// of the crawler, never the site's fault. A lesson whose loop or pool finds
+/// nothing in flight and nothing to run while URLs wait returns this,
+/// naming where the URLs were, instead of a report that silently leaves
+/// them out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stranded {
+    /// Seen, and waiting for their turn (robots.txt, a host's slot) or for
+    /// a worker.
+    pub queued: usize,
+    /// Waiting in line for a socket.
+    pub waiting_for_socket: usize,
+    /// Fetches in flight.
+    pub in_flight: usize,
+}
+
+impl Stranded {
+    /// URLs left to do, in all.
+    pub fn total(&self) -> usize {
+        self.queued + self.waiting_for_socket + self.in_flight
+    }
+}
+
+impl fmt::Display for Stranded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "internal error: the crawl ran out of work with {} URL(s) still to do ({} queued, \
+             {} waiting for a socket, {} in flight). This is a bug in the crawler, not a \
+             problem with the site: every fetch that holds a socket, robots.txt included, \
+             must count against the socket budget, and the end of each must let a fetch \
+             waiting for a socket go",
+            self.total(),
+            self.queued,
+            self.waiting_for_socket,
+            self.in_flight
+        )
+    }
+}
+
+impl std::error::Error for Stranded {}
+
 impl CrawlReport {
     /// The statistics sorted by URL, in byte order.
     pub fn sorted(&self) -> Vec<&FetchStatistic> {
