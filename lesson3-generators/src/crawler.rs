@@ -30,7 +30,10 @@
 //! Before a fetch starts, a task waits for the URL's turn (robots.txt, the
 //! host's slot under `--delay`, `--max-pages`): where lesson 2 needed a
 //! timer callback and a list of callbacks per host, the waiting is now one
-//! coroutine, in [`crate::polite`].
+//! coroutine, in [`crate::polite`]. A robots.txt fetch still takes its place
+//! in the line for a socket, as in lesson 2; where lesson 2 put the answer's
+//! callback in the line, the task here puts a [`Future`] there, and awaits
+//! it.
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
@@ -46,13 +49,13 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
+use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic, Stranded};
 use url::Url;
 
-use crate::event_loop::EventLoop;
+use crate::event_loop::{get_running_loop, EventLoop};
 use crate::fetch::{Fetched, Fetcher, InFlight};
+use crate::future::Future;
 use crate::polite::Turns;
-use crate::sleep::sleep;
 
 // ANCHOR: crawler
 /// The crawl-wide state. One thread, so no locks: it lives in an
@@ -89,16 +92,18 @@ pub struct Crawler {
     /// Fetches in flight now, and the most at once. Shared with every
     /// `Fetcher`, which counts itself from its first socket to its end.
     in_flight: Rc<InFlight>,
-    /// Fetch tasks created and not finished. A task opens its socket only
-    /// when the loop first steps it, after the step that created it, so
-    /// `in_flight` lags behind; this count, not `in_flight`, is what the
+    /// Fetches let through to a socket and not finished: page tasks
+    /// created, robots.txt fetches whose turn came. A task opens its socket
+    /// only when the loop first steps it, after the step that created it,
+    /// so `in_flight` lags behind; this count, not `in_flight`, is what the
     /// socket budget bounds.
     started: usize,
     /// How many fetches may hold a socket at once: the open-file limit less
     /// a reserve. Lowered if the process runs out of descriptors anyway.
     socket_budget: usize,
-    /// URLs waiting for a socket (with their depth), first come first served.
-    waiting: VecDeque<(Url, usize)>,
+    /// Fetches waiting for a socket, first come first served: pages, and
+    /// hosts' robots.txt.
+    waiting: VecDeque<Waiting>,
     /// robots.txt, the hosts' slots and `--max-pages`, and what the tasks
     /// waiting for their turn wait on: its own `Rc`, so a task can wait
     /// without holding the crawler borrowed.
@@ -106,6 +111,16 @@ pub struct Crawler {
     /// The `Rc` this crawler lives in, for the fetch tasks to hold. `Weak`,
     /// so the crawler does not keep itself alive.
     this: Weak<RefCell<Crawler>>,
+}
+
+/// A fetch waiting in line for a socket.
+#[derive(Debug)]
+pub enum Waiting {
+    /// A page, found at this depth.
+    Page(Url, usize),
+    /// A host's robots.txt: the task that fetches it awaits the future,
+    /// which the line completes when the socket is its.
+    Robots(Url, Future<()>),
 }
 // ANCHOR_END: crawler
 
@@ -171,7 +186,7 @@ impl Crawler {
     /// it as not fetched.
     fn take_turn(&mut self, event_loop: &EventLoop, url: Url, depth: usize, turn: Turn) {
         match turn {
-            Turn::Fetch => self.start_or_wait(event_loop, url, depth),
+            Turn::Fetch => self.start_or_wait(event_loop, Waiting::Page(url, depth)),
             Turn::Blocked(stat) => {
                 self.record_statistic(stat);
                 self.finished(event_loop, &url);
@@ -180,12 +195,24 @@ impl Crawler {
         }
     }
 
-    /// Start `url` now or put it in line for a socket.
-    fn start_or_wait(&mut self, event_loop: &EventLoop, url: Url, depth: usize) {
+    /// Start `fetch` now, or put it in line for a socket.
+    fn start_or_wait(&mut self, event_loop: &EventLoop, fetch: Waiting) {
         if self.started < self.socket_budget && self.waiting.is_empty() {
-            self.start_fetcher(event_loop, url, depth);
+            self.start(event_loop, fetch);
         } else {
-            self.waiting.push_back((url, depth));
+            self.waiting.push_back(fetch);
+        }
+    }
+
+    /// Start `fetch`: a page's task, or the robots.txt task's turn.
+    fn start(&mut self, event_loop: &EventLoop, fetch: Waiting) {
+        match fetch {
+            Waiting::Page(url, depth) => self.start_fetcher(event_loop, url, depth),
+            Waiting::Robots(_, turn) => {
+                self.started += 1;
+                // Wakes the task awaiting it, on the loop's next turn.
+                turn.set_result(());
+            }
         }
     }
 
@@ -213,15 +240,37 @@ impl Crawler {
         });
     }
 
-    /// Fetch a robots.txt for [`Turns::wait`]. The crawler is borrowed to
-    /// make the `Fetcher`, not while it runs.
+    /// Fetch a robots.txt for [`Turns::wait`]: in line for a socket like a
+    /// page, since it holds one too, and at its end, like a page's, let the
+    /// next fetch in line go. The crawler is borrowed for one statement at
+    /// a time, never across an `.await`.
     async fn get_robots(crawler: &RefCell<Crawler>, url: &Url) -> Result<Response, FetchError> {
+        let event_loop = get_running_loop();
+        let mut turn = Future::new(&event_loop);
+        let robots = Waiting::Robots(url.clone(), turn.clone());
+        crawler.borrow_mut().start_or_wait(&event_loop, robots);
         loop {
+            turn.await;
             let fetcher = crawler.borrow().fetcher(url.clone());
-            match fetcher.fetch().await {
-                Fetched::Done(answer) => return answer,
-                // No descriptor: try again once a fetch has ended.
-                Fetched::OutOfDescriptors => sleep(Duration::from_millis(100)).await,
+            let fetched = fetcher.fetch().await;
+            let mut this = crawler.borrow_mut();
+            this.started -= 1;
+            match fetched {
+                // No descriptor, others in flight: back in line, at its head.
+                Fetched::OutOfDescriptors if this.in_flight.now() > 0 => {
+                    turn = Future::new(&event_loop);
+                    this.out_of_descriptors(Waiting::Robots(url.clone(), turn.clone()));
+                }
+                fetched => {
+                    this.fetch_waiting(&event_loop);
+                    return match fetched {
+                        Fetched::Done(answer) => answer,
+                        // Nothing in flight will ever free a descriptor.
+                        Fetched::OutOfDescriptors => {
+                            Err(FetchError::new(FailKind::Connect, "too many open files"))
+                        }
+                    };
+                }
             }
         }
     }
@@ -238,16 +287,29 @@ impl Crawler {
         )
     }
 
-    /// A socket was closed: start as many waiting URLs as the budget now
-    /// allows.
+    /// A socket was closed: start as many waiting fetches as the budget
+    /// now allows.
     fn fetch_waiting(&mut self, event_loop: &EventLoop) {
         let free = self.socket_budget.saturating_sub(self.started);
         for _ in 0..free {
-            let Some((url, depth)) = self.waiting.pop_front() else {
+            let Some(fetch) = self.waiting.pop_front() else {
                 break;
             };
-            self.start_fetcher(event_loop, url, depth);
+            self.start(event_loop, fetch);
         }
+        self.trace.queued(self.waiting.len());
+    }
+
+    /// `fetch` found no descriptor for its socket while others were in
+    /// flight. Each of them closes one when it ends: wait at the head of
+    /// the line for that, and take the hint that the process cannot hold
+    /// more sockets than it has open now.
+    fn out_of_descriptors(&mut self, fetch: Waiting) {
+        self.socket_budget = self.socket_budget.min(self.in_flight.now().max(1));
+        let (Waiting::Page(url, _) | Waiting::Robots(url, _)) = &fetch;
+        self.log
+            .debug(format_args!("wait {url}: out of file descriptors"));
+        self.waiting.push_front(fetch);
     }
     // ANCHOR_END: fetch
 
@@ -266,16 +328,10 @@ impl Crawler {
     ) {
         self.started -= 1;
         let stat = match fetched {
-            // No descriptor for its socket. Others are in flight, and each
-            // will close one when it ends: wait in line for that, and take
-            // the hint that the process cannot hold more sockets than it
-            // has open now.
+            // No descriptor for its socket, others in flight: back in
+            // line, at its head.
             Fetched::OutOfDescriptors if self.in_flight.now() > 0 => {
-                self.socket_budget = self.socket_budget.min(self.in_flight.now());
-                self.log
-                    .debug(format_args!("wait {url}: out of file descriptors"));
-                self.waiting.push_front((url, depth));
-                return;
+                return self.out_of_descriptors(Waiting::Page(url, depth));
             }
             // Nothing in flight will ever free a descriptor for it.
             Fetched::OutOfDescriptors => FetchStatistic::failed(
@@ -313,9 +369,8 @@ impl Crawler {
         };
         span.end(&stat);
         self.record_statistic(stat);
-        // Its socket is closed: a waiting URL can have it.
+        // Its socket is closed: a waiting fetch can have it.
         self.fetch_waiting(event_loop);
-        self.trace.queued(self.waiting.len());
         self.finished(event_loop, &url);
     }
 
@@ -375,6 +430,29 @@ impl Crawler {
         let queued = self.urls_todo.len().saturating_sub(in_flight + 1);
         self.log
             .progress(|| Progress::of(&self.done, in_flight, queued));
+    }
+
+    /// Once the loop has run out of work: were all URLs finished? URLs
+    /// still to do then can never be fetched — no task is left that could
+    /// start them — and that is a bug in the crawler, said as such.
+    pub fn all_done(&self) -> Result<(), Stranded> {
+        if self.urls_todo.is_empty() {
+            return Ok(());
+        }
+        let waiting_for_socket = self
+            .waiting
+            .iter()
+            .filter(|fetch| matches!(fetch, Waiting::Page(..)))
+            .count();
+        let in_flight = self.in_flight.now();
+        Err(Stranded {
+            queued: self
+                .urls_todo
+                .len()
+                .saturating_sub(waiting_for_socket + in_flight),
+            waiting_for_socket,
+            in_flight,
+        })
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the

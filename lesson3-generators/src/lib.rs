@@ -94,6 +94,9 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // still open) is freed, even when `run` failed.
     event_loop.close();
     ran?;
+    // The loop ends when the last URL is finished, or when it has nothing
+    // left to run: then every URL must be finished too.
+    crawler.borrow().all_done()?;
     let report = crawler.borrow_mut().report(started.elapsed());
     Ok(report)
 }
