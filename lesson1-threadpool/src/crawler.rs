@@ -43,7 +43,7 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic};
+use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic, Stranded};
 use url::Url;
 
 use crate::fetch::{self, Fetched};
@@ -283,6 +283,26 @@ impl Crawler {
             .lock()
             .expect("seen_urls lock poisoned")
             .len()
+    }
+
+    /// Once the pool's `join` has returned: were all URLs finished? Each
+    /// URL seen is finished, or left by `--max-pages`; any other is a URL
+    /// marked done without being fetched — a bug in the crawler, said as
+    /// such.
+    pub fn all_done(&self) -> Result<(), Stranded> {
+        let finished = self.done.lock().expect("done lock poisoned").len();
+        let left = self
+            .seen_count()
+            .saturating_sub(finished + self.turns.over_limit());
+        if left == 0 {
+            return Ok(());
+        }
+        let in_flight = self.in_flight.now();
+        Err(Stranded {
+            queued: left.saturating_sub(in_flight),
+            waiting_for_socket: 0,
+            in_flight,
+        })
     }
 
     /// The report, once the threads have finished. `threads` is `M` on the

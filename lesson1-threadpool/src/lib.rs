@@ -90,6 +90,7 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // Sleeps until every URL put — the roots, and every link the threads
     // put — has been marked done; then ends and joins the threads.
     pool.wait_completion()?;
+    crawler.all_done()?;
     Ok(crawler.report(started.elapsed(), config.threads))
 }
 // ANCHOR_END: crawl

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use shared::http::Response;
 use shared::links::Link;
-use shared::polite::{Gate, Politeness, Turn};
+use shared::polite::{Gate, Politeness, RobotsFetch, Turn};
 use shared::{Config, FetchError};
 use url::Url;
 
@@ -61,20 +61,25 @@ impl Turns {
                 }
                 Gate::FetchRobots(mut robots) => {
                     // This thread fetches the host's rules, without the lock,
-                    // then wakes every thread that waits for them.
+                    // then wakes every thread that waits for them: when
+                    // `answering` is dropped — also if `get` panics.
                     drop(polite);
+                    let answering = Answering {
+                        turns: self,
+                        fetch: robots.clone(),
+                    };
                     loop {
                         sleep_until(robots.at);
                         let answer = get(&robots.url);
-                        polite = self.lock();
-                        match polite.robots_answer(robots, answer, Instant::now()) {
+                        let next = self.lock().robots_answer(robots, answer, Instant::now());
+                        match next {
                             // A redirect, or the one retry: fetch again.
                             Some(next) => robots = next,
                             None => break,
                         }
-                        drop(polite);
                     }
-                    self.rules_known.notify_all();
+                    drop(answering);
+                    polite = self.lock();
                 }
                 // Another thread is fetching them: sleep until it says so.
                 // The lock is let go while waiting, and taken back on waking.
@@ -106,6 +111,29 @@ impl Turns {
         self.polite.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+// ANCHOR: answering
+/// Wakes the threads waiting for a host's rules when the thread fetching
+/// them is done — however it is done. A `get` that panics never reaches an
+/// answer; without this guard the others would sleep on `rules_known`
+/// forever, and the pool's `join` with them. Its `Drop` runs while the
+/// panic unwinds too (as the pool's `task_done` guard does), marks the
+/// host's fetch abandoned, and wakes them, so the crawl can end with the
+/// panic's error.
+struct Answering<'a> {
+    turns: &'a Turns,
+    fetch: RobotsFetch,
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.turns.lock().robots_abandoned(self.fetch.clone());
+        }
+        self.turns.rules_known.notify_all();
+    }
+}
+// ANCHOR_END: answering
 
 // ANCHOR: sleep_until
 /// Sleep until `at` (at once if it has passed).

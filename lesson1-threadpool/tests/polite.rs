@@ -103,3 +103,41 @@ fn past_the_page_limit_a_url_is_skipped() {
         Turn::Skip
     ));
 }
+
+/// A panic in the thread fetching a host's robots.txt ends the crawl with
+/// that panic's error, as a panic in a page fetch does: the threads waiting
+/// for the host's rules wake (the host now refuses everything) instead of
+/// sleeping forever, and the pool's `join` returns.
+#[test]
+fn a_panic_while_fetching_robots_txt_ends_the_crawl_with_its_error() {
+    use lesson1_threadpool::pool::ThreadPool;
+    let err = shared::fixtures::bound::within(
+        10,
+        "the crawl did not end after the thread fetching robots.txt panicked: the threads \
+         waiting for the host's rules sleep on `rules_known` until someone wakes them. The \
+         thread that fetches them must wake them however it ends — a guard whose `Drop` runs \
+         while the panic unwinds, marking the host's fetch abandoned \
+         (`Politeness::robots_abandoned`) and calling `notify_all`",
+        || {
+            let turns = Arc::new(Turns::new(&config()));
+            let pool = ThreadPool::new(4, move |_queue, path: String| {
+                turns.wait(&url(&path), |_robots| {
+                    // Long enough for the other threads to be waiting.
+                    thread::sleep(Duration::from_millis(100));
+                    panic!("the robots.txt fetch broke");
+                });
+            })
+            .expect("start the threads");
+            for path in ["/a", "/b", "/c", "/d"] {
+                pool.add_task(path.to_string()).expect("queue a path");
+            }
+            pool.wait_completion()
+                .map_err(|e| e.to_string())
+                .expect_err("a thread panicked, so the crawl ends with an error")
+        },
+    );
+    assert!(
+        err.contains("the robots.txt fetch broke"),
+        "the crawl's error must carry the panic's message; it was: {err}"
+    );
+}

@@ -502,6 +502,11 @@ impl ConnectionPool {
             .sum()
     }
 
+    /// Fetches waiting for a socket now.
+    pub fn waiting_count(&self) -> usize {
+        self.inner.waiters.borrow().len()
+    }
+
     /// Sockets open now (idle or in use).
     pub fn open_count(&self) -> usize {
         self.inner.open.get()

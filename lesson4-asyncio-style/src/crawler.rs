@@ -50,7 +50,7 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{self, Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FetchError, FetchStatistic};
+use shared::{report, Config, CrawlReport, FetchError, FetchStatistic, Stranded};
 use url::Url;
 
 use crate::connection_pool::{ConnectionPool, OutOfDescriptors, MAX_IDLE_PER_HOST};
@@ -402,6 +402,23 @@ impl Crawler {
         let queued = self.q.unfinished_tasks().saturating_sub(in_flight + 1);
         self.log
             .progress(|| Progress::of(&self.done.borrow(), in_flight, queued));
+    }
+
+    /// Once the loop has ended: were all URLs finished? URLs still to do
+    /// mean the loop stalled (see [`crate::event_loop::run`]) with nothing
+    /// left that could fetch them: a bug in the crawler, said as such.
+    pub fn all_done(&self) -> Result<(), Stranded> {
+        let left = self.q.unfinished_tasks();
+        if left == 0 {
+            return Ok(());
+        }
+        let waiting_for_socket = self.session.pool.waiting_count();
+        let in_flight = self.session.in_flight.now();
+        Err(Stranded {
+            queued: left.saturating_sub(waiting_for_socket + in_flight),
+            waiting_for_socket,
+            in_flight,
+        })
     }
 
     /// The report, once `crawl` has returned: it takes the statistics, so

@@ -339,11 +339,15 @@ pub fn get_running_loop() -> EventLoop {
 
 // ANCHOR: run
 /// Run `coro` on a new loop until it completes, then close the loop:
-/// asyncio's `asyncio.run(main())`.
+/// asyncio's `asyncio.run(main())`. Where asyncio would wait forever for a
+/// coroutine that nothing can wake any more, this loop is its program's
+/// only one and hands no waker to another thread, so it says so: an error
+/// once the loop has [`stalled`](EventLoop::stalled).
 pub fn run<T: 'static>(
     coro: impl std::future::Future<Output = anyhow::Result<T>> + 'static,
 ) -> anyhow::Result<T> {
     let event_loop = EventLoop::new()?;
+    event_loop.inner.stall_is_error.set(true);
     let result = event_loop.run_until_complete(coro);
     event_loop.close();
     result
@@ -392,6 +396,10 @@ struct LoopInner {
     running: Cell<bool>,
     /// `close()` was called: nothing may be scheduled any more.
     closed: Cell<bool>,
+    /// Set by [`run`]: a loop with nothing left to wait for (see
+    /// [`EventLoop::stalled`]) ends `run_forever` with an error rather than
+    /// sleeping forever.
+    stall_is_error: Cell<bool>,
     /// Where the loop reads the time.
     clock: Rc<dyn Clock>,
     /// `--trace`: where each turn is recorded (off unless asked for).
@@ -440,6 +448,7 @@ impl EventLoop {
                 stopping: Cell::new(false),
                 running: Cell::new(false),
                 closed: Cell::new(false),
+                stall_is_error: Cell::new(false),
                 clock,
                 trace: RefCell::new(Trace::off()),
                 read_buffer: RefCell::new(vec![0; READ_BUFFER_SIZE]),
@@ -780,6 +789,12 @@ impl EventLoop {
         // Wake-ups that came while the loop was not running.
         self.drain_remote();
         let result = loop {
+            if self.inner.stall_is_error.get() && self.stalled() {
+                break Err(io::Error::other(
+                    "the event loop has stalled: no callback ready, no timer, no socket, and \
+                     what it runs is not done",
+                ));
+            }
             if let Err(err) = self.run_once() {
                 break Err(err);
             }
@@ -789,6 +804,23 @@ impl EventLoop {
         };
         self.inner.stopping.set(false);
         result
+    }
+
+    /// Has the loop nothing left to wait for? No callback ready, no timer,
+    /// no socket registered, no wake-up from another thread in: its next
+    /// turn would wait in `poll` for something only another thread could
+    /// do.
+    pub fn stalled(&self) -> bool {
+        let inner = &self.inner;
+        inner.ready.borrow().is_empty()
+            && inner.timers.borrow().is_empty()
+            && self.registered() == 0
+            && !inner.stopping.get()
+            && inner
+                .remote
+                .woken
+                .lock()
+                .is_ok_and(|woken| woken.is_empty())
     }
 
     /// Leave `run_forever` after the current turn.

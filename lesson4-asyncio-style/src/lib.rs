@@ -69,7 +69,11 @@ pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
 /// set a budget above what the process can really open).
 pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
     let crawler = Rc::new(Crawler::new(config, socket_budget)?);
-    event_loop::run(crawler.clone().crawl())?;
+    let ran = event_loop::run(crawler.clone().crawl());
+    // A loop that stalled with URLs left ends `run` with an error; which
+    // URLs were left, and where, says more.
+    crawler.all_done()?;
+    ran?;
     Ok(crawler.report())
 }
 // ANCHOR_END: crawl

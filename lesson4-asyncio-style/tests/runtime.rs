@@ -933,6 +933,42 @@ fn run_gives_the_coroutines_outcome() {
     });
 }
 
+/// `run` of a coroutine that waits for something nothing will ever do (a
+/// future no one completes, no timer, no socket) ends with an error saying
+/// the loop stalled, instead of sleeping in `poll` forever; a coroutine that
+/// only sleeps is not stalled.
+#[test]
+fn run_says_so_when_the_loop_has_stalled() {
+    within(
+        10,
+        "`run` of a coroutine awaiting a future that nothing completes did not return: with \
+         no callback ready, no timer and no socket, the loop has stalled (`stalled()`), and \
+         `run_forever` under `run` must end with an error rather than wait in `poll`",
+        || {
+            let err = lesson4_asyncio_style::event_loop::run(async {
+                let never: Future<()> = Future::new(&get_running_loop());
+                never.await?;
+                Ok(())
+            })
+            .unwrap_err();
+            assert!(
+                format!("{err:#}").contains("stalled"),
+                "the error of `run` when its loop has nothing left to run must say it \
+                 stalled; it was: {err:#}"
+            );
+            let slept = lesson4_asyncio_style::event_loop::run(async {
+                sleep(Duration::from_millis(20)).await?;
+                Ok("slept")
+            });
+            assert_eq!(
+                slept.ok(),
+                Some("slept"),
+                "a coroutine that sleeps has a timer to wait for: not stalled"
+            );
+        },
+    );
+}
+
 /// Bounded: the loop runs on a thread of its own, and a wake-up from
 /// another thread that never reaches it fails the test with a message
 /// instead of leaving the loop asleep in `poll` forever.

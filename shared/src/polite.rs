@@ -288,6 +288,15 @@ impl Politeness {
         None
     }
 
+    /// The robots.txt fetch `fetch` will never be answered: the code that
+    /// made it gave up half-way (a thread that panicked). The host's rules
+    /// become "nothing allowed", as for a host that never answers, so that
+    /// whatever waits for them can go on instead of waiting forever.
+    pub fn robots_abandoned(&mut self, fetch: RobotsFetch) {
+        let robots = Robots::deny_all("its fetch was abandoned: nothing allowed".to_string());
+        self.rules.insert(fetch.host, Rules::Known(robots));
+    }
+
     /// The links of a page at `depth` (roots are 0) that are followed: all
     /// of them, or none past `--max-depth` (they are still counted on the
     /// page's line, as `TOTAL`).
@@ -490,6 +499,24 @@ mod tests {
             panic!()
         };
         assert!(at > now, "the slot is a delay after robots.txt's");
+    }
+
+    #[test]
+    fn an_abandoned_robots_fetch_refuses_the_host_and_waits_no_more() {
+        let mut polite = Politeness::new(&config());
+        let now = Instant::now();
+        let Gate::FetchRobots(fetch) = polite.gate(&url("http://a.test/"), now) else {
+            panic!()
+        };
+        assert!(matches!(
+            polite.gate(&url("http://a.test/x"), now),
+            Gate::WaitForRobots
+        ));
+        polite.robots_abandoned(fetch);
+        let Gate::Blocked(stat) = polite.gate(&url("http://a.test/x"), now) else {
+            panic!("a host whose robots.txt fetch was abandoned refuses everything")
+        };
+        assert_eq!(stat.blocked, Some(Blocked::RobotsUnavailable));
     }
 
     #[test]

@@ -341,6 +341,22 @@ mod tests {
     use super::*;
     use crate::stats::{FailKind, FetchError};
 
+    #[test]
+    fn stranded_urls_are_an_internal_error_that_names_where_they_were() {
+        let stranded = Stranded {
+            queued: 4,
+            waiting_for_socket: 2,
+            in_flight: 1,
+        };
+        let text = stranded.to_string();
+        assert!(text.starts_with("internal error: "), "{text}");
+        assert!(
+            text.contains("7 URL(s) still to do (4 queued, 2 waiting for a socket, 1 in flight)"),
+            "{text}"
+        );
+        assert!(text.contains("not a problem with the site"), "{text}");
+    }
+
     fn stat(url: &str) -> FetchStatistic {
         FetchStatistic {
             url: url.into(),
