@@ -1129,7 +1129,7 @@ pub fn run_within_deadline(mut command: std::process::Command, what: &str) -> Pr
 
 /// A crawl that ran to the end with every URL fetched: exit 0, `Todo: 0`,
 /// no URL failed (the sites these checks use have no broken links), no hint.
-fn assert_complete(run: &ProgramRun, what: &str) {
+pub(crate) fn assert_complete(run: &ProgramRun, what: &str) {
     assert_eq!(
         run.code,
         Some(0),
@@ -2223,6 +2223,11 @@ macro_rules! descriptor_suite {
         #[test]
         fn demo_under_ulimit_64() {
             $crate::behaviour::demo_under_fd_limit($program, &[$($arg),*], 64);
+        }
+
+        #[test]
+        fn many_hosts_under_ulimit() {
+            $crate::behaviour::hosts::many_hosts_under_fd_limits($program, &[$($arg),*]);
         }
 
         #[test]

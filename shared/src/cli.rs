@@ -814,11 +814,17 @@ where
         return 1;
     }
     if !report.received_any_status() {
-        let _ = writeln!(
-            stderr,
-            "{bin}: no fetch received a response. Is a site running? Serve one with \
-             'cargo run -p serve -- DIR' or try '--demo'."
-        );
+        // The site is blamed only when fetches were tried: a crawl that
+        // tried none has nothing to say about it.
+        if report.stats.is_empty() {
+            let _ = writeln!(stderr, "{bin}: no URL was fetched.");
+        } else {
+            let _ = writeln!(
+                stderr,
+                "{bin}: no fetch received a response. Is a site running? Serve one with \
+                 'cargo run -p serve -- DIR' or try '--demo'."
+            );
+        }
         return 1;
     }
     0

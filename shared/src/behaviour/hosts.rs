@@ -669,6 +669,59 @@ macro_rules! hosts_property {
     };
 }
 
+/// The program under a descriptor limit, crawling `hosts` hosts of a root
+/// and two pages each, every robots.txt answering after a delay from 0 to
+/// `max_robots_ms` (drawn from `seed`): `lessonN -q ROOT...` under `ulimit
+/// -n fd_limit` fetches every URL and exits 0. The servers stay in this
+/// process, which keeps its own, higher limit.
+pub fn hosts_under_fd_limit(
+    program: &str,
+    args: &[&str],
+    hosts: usize,
+    fd_limit: usize,
+    max_robots_ms: u64,
+    seed: u64,
+) {
+    let _shared = super::sharing_descriptors();
+    let mut rng = Rng::new(seed);
+    let mut spec = HostsSpec::roots_with_two_pages(hosts, RobotsTiming::AtOnce);
+    for host in &mut spec.hosts {
+        let ms = rng.below(max_robots_ms as usize + 1) as u64;
+        if ms > 0 {
+            host.timing = RobotsTiming::After(Duration::from_millis(ms));
+        }
+    }
+    let served = Hosts::start(&spec);
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("-q");
+    all.extend(served.roots.iter().map(String::as_str));
+    let run = super::run_program(program, &all, Some(fd_limit));
+    let shown: Vec<&str> = args.iter().copied().chain(["-q", "ROOT..."]).collect();
+    let what = format!(
+        "{program} {} ({hosts} hosts, robots.txt after 0 to {max_robots_ms} ms) under \
+         ulimit -n {fd_limit}",
+        shown.join(" ")
+    );
+    super::assert_complete(&run, &what);
+    let expected: BTreeSet<String> = served.expected.keys().cloned().collect();
+    assert_eq!(
+        run.urls(),
+        expected,
+        "{what}: every URL of every host, robots.txt fetches waiting for a socket like \
+         pages{}",
+        url_diff(&run.urls(), &expected)
+    );
+}
+
+/// The descriptor promise for many hosts, as the program keeps it: a
+/// hundred hosts under `ulimit -n 64`, thirty under 14, two under 14 whose
+/// robots.txt take up to a second — every URL fetched, exit 0.
+pub fn many_hosts_under_fd_limits(program: &str, args: &[&str]) {
+    hosts_under_fd_limit(program, args, 100, 64, 1000, 1);
+    hosts_under_fd_limit(program, args, 30, 14, 300, 2);
+    hosts_under_fd_limit(program, args, 2, 14, 1000, 3);
+}
+
 /// Expands to the many-hosts cases for a lesson, one `#[test]` each, run
 /// with its `crawl_with_budget`.
 ///
