@@ -182,27 +182,57 @@ fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
 
 #[test]
 fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
-    // The server answers at once, before it reads the request, and then
-    // keeps the connection open: the readable edge comes while the fetch is
-    // still writing, and no later edge announces it again. The fetch must
-    // read right after installing its reader, not wait for an event.
-    let (addr, server) = server(|mut conn| {
+    // The server answers as soon as it accepts, before it reads the
+    // request, and then sends nothing more and keeps the connection open.
+    // The loop first polls only once the answer is in the client's socket,
+    // so its first event says "readable and writable" at once: the reader
+    // is not installed yet (the loop looks it up before calling the writer),
+    // and the writer — `connected`, then `send_request` — installs it. No
+    // later edge comes: nothing more arrives, and a request this small
+    // never fills the socket, so its writability never changes again. The
+    // fetch must read right after installing its reader, not wait for an
+    // event; waiting, it meets only its deadline.
+    let (answered, answer_sent) = std::sync::mpsc::channel();
+    let (addr, server) = server(move |mut conn| {
         conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             .unwrap();
+        let _ = answered.send(());
         read_request(&mut conn);
         // Held open until the client closes it.
         let mut rest = Vec::new();
         conn.read_to_end(&mut rest).unwrap();
     });
-    let response = response(fetch_one(
-        &format!("http://{addr}/"),
-        Duration::from_secs(5),
-    ));
+    let url = format!("http://{addr}/");
+    let outcome = within(30, "the fetch did not end at its 2 s deadline", move || {
+        let event_loop = EventLoop::new().unwrap();
+        let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(2));
+        // Connects (and registers the socket), without polling yet.
+        fetcher.borrow_mut().fetch(FetchSpan::off());
+        drop(fetcher);
+        answer_sent
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the test's server accepted and answered");
+        // On loopback the answer is in our socket when `write_all`
+        // returns; a moment more in case the machine is busy.
+        thread::sleep(Duration::from_millis(50));
+        event_loop.run_forever().unwrap();
+        outcome.take()
+    });
+    let fetched = outcome.expect("`done` was called: the loop ended, so the fetch must have");
     server.join().unwrap();
-    assert_eq!(
-        response.body, b"ok",
-        "the body of an answer that arrived before the reader was installed"
-    );
+    match fetched {
+        Fetched::Done(Ok(response)) => assert_eq!(
+            response.body, b"ok",
+            "the body of an answer that arrived before the reader was installed"
+        ),
+        Fetched::Done(Err(error)) => panic!(
+            "the fetch failed with `{error}` though the whole answer was in its socket before \
+             the reader was installed: edge-triggered events announce a change once, and that \
+             edge was spent while no reader was there, so `send_request` must try \
+             `read_response` itself right after `add_reader` (it reads until `WouldBlock`)"
+        ),
+        Fetched::OutOfDescriptors { .. } => panic!("out of descriptors"),
+    }
 }
 
 #[test]

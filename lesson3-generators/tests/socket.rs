@@ -126,6 +126,51 @@ fn write_all_writes_more_than_the_socket_buffers_hold_in_parts() {
     });
 }
 
+/// mio's events are edge-triggered: bytes that arrived while no reader was
+/// installed were announced once, to no one, and nothing announces them
+/// again. The server here writes at once and then sends nothing more; the
+/// loop turns over (a sleep) after they are in, spending their edge; only
+/// then is `read` called. It must try first and find them there.
+#[test]
+fn read_takes_bytes_that_arrived_before_it_was_called() {
+    use lesson3_generators::sleep::sleep;
+    within(
+        10,
+        "`read` waited for bytes that were already in the socket: their edge came while \
+         no reader was installed and will not come again. `read` must try `read_chunk` \
+         first and await `ready(Direction::Read)` only after `WouldBlock`",
+        || {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (written, bytes_in) = std::sync::mpsc::channel();
+            let server = thread::spawn(move || {
+                let (mut conn, _) = listener.accept().unwrap();
+                conn.write_all(b"hello").unwrap();
+                let _ = written.send(());
+                // Held open, silent, until the client closes it.
+                let mut rest = Vec::new();
+                let _ = conn.read_to_end(&mut rest);
+            });
+            let event_loop = EventLoop::new().unwrap();
+            let got = event_loop
+                .run_until_complete(async move {
+                    let mut sock = Socket::connect(&addr).await.unwrap();
+                    bytes_in.recv_timeout(Duration::from_secs(5)).unwrap();
+                    // Turns of the loop with the bytes in: their edge is
+                    // delivered, and no reader is installed to hear it.
+                    sleep(Duration::from_millis(50)).await;
+                    sock.read().await.unwrap()
+                })
+                .unwrap();
+            assert_eq!(
+                got, b"hello",
+                "what `read` returned: the bytes already in the socket"
+            );
+            server.join().unwrap();
+        },
+    );
+}
+
 #[test]
 fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
     within(10, NEVER_READY, || {

@@ -1711,6 +1711,48 @@ fn sockets_connect_write_and_read_through_the_loop() {
     });
 }
 
+/// mio's events are edge-triggered: bytes that arrived while no reader was
+/// installed were announced once, to no one, and nothing announces them
+/// again. The server here writes at once and then sends nothing more; the
+/// loop turns over (a sleep) after they are in, spending their edge; only
+/// then is `read` called. It must try first and find them there.
+#[test]
+fn read_takes_bytes_that_arrived_before_it_was_called() {
+    within(
+        10,
+        "`read` waited for bytes that were already in the socket: their edge came while \
+         no reader was installed and will not come again. `read` must try to read first \
+         and wait for readiness only after `WouldBlock`",
+        || {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (written, bytes_in) = std::sync::mpsc::channel();
+            let server = std::thread::spawn(move || {
+                let (mut conn, _) = listener.accept().unwrap();
+                conn.write_all(b"hello").unwrap();
+                let _ = written.send(());
+                // Held open, silent, until the client closes it.
+                let mut rest = Vec::new();
+                let _ = conn.read_to_end(&mut rest);
+            });
+            let got = lesson4_asyncio_style::event_loop::run(async move {
+                let mut socket = Socket::connect(&addr).await?;
+                bytes_in.recv_timeout(Duration::from_secs(5))?;
+                // Turns of the loop with the bytes in: their edge is
+                // delivered, and no reader is installed to hear it.
+                sleep(Duration::from_millis(50)).await?;
+                socket.read(|bytes| bytes.to_vec()).await
+            })
+            .unwrap();
+            assert_eq!(
+                got, b"hello",
+                "what `read` returned: the bytes already in the socket"
+            );
+            server.join().unwrap();
+        },
+    );
+}
+
 #[test]
 fn write_all_waits_for_room_and_sends_every_byte() {
     // 16 MiB do not fit in loopback's buffers: a write must answer

@@ -2231,6 +2231,12 @@ macro_rules! descriptor_suite {
         }
 
         #[test]
+        #[ignore = "a sweep of host counts and descriptor limits, minutes long: run by hand"]
+        fn many_hosts_sweep() {
+            $crate::behaviour::hosts::many_hosts_sweep($program, &[$($arg),*]);
+        }
+
+        #[test]
         fn demo_below_its_floor() {
             $crate::behaviour::demo_below_its_floor($program, &[$($arg),*]);
         }

@@ -722,6 +722,22 @@ pub fn many_hosts_under_fd_limits(program: &str, args: &[&str]) {
     hosts_under_fd_limit(program, args, 2, 14, 1000, 3);
 }
 
+/// [`hosts_under_fd_limit`] over a grid — 2 to 100 hosts, descriptor
+/// limits from 14 to 64, robots.txt after 0 to 1 s — for a run by hand
+/// (`cargo test -p LESSON --test descriptors many_hosts_sweep -- --ignored`):
+/// too long for every test run, and the three of
+/// [`many_hosts_under_fd_limits`] stand for it there.
+pub fn many_hosts_sweep(program: &str, args: &[&str]) {
+    let mut seed = 100;
+    for hosts in [2, 5, 10, 25, 50, 100] {
+        for fd_limit in [14, 16, 20, 32, 48, 64] {
+            seed += 1;
+            hosts_under_fd_limit(program, args, hosts, fd_limit, 1000, seed);
+            println!("{hosts} hosts under ulimit -n {fd_limit}: every URL, exit 0");
+        }
+    }
+}
+
 /// Expands to the many-hosts cases for a lesson, one `#[test]` each, run
 /// with its `crawl_with_budget`.
 ///
