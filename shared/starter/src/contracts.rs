@@ -11,6 +11,11 @@
 //! {{#include generated/starters/lesson1-contracts.md:stage-queue}}
 //! ```
 //!
+//! Each function is given in layers: its goal (`[stage.goal]`: what it is
+//! for and what it promises) in view, its steps (`[stage.contract]`: the
+//! order of calls, the locks, each branch) folded behind "Show the steps",
+//! and its code only through `starter solution`.
+//!
 //! Each block is a `<div class="building-along">`, which the book shows
 //! only in building mode. It needs no test run, so writing or checking it
 //! is cheap (`starter pages`, `starter pages --check`).
@@ -74,16 +79,23 @@ pub fn render(list: &StageList) -> Result<String> {
         );
         let mut bullets = String::new();
         for spec in &stage.blank {
-            let Some(contract) = stage.contract.get(spec) else {
-                continue;
-            };
             let path = FnPath::parse(spec)?;
-            let _ = writeln!(
-                bullets,
-                "- `{}` — {}",
-                function_name(&path),
-                one_line(contract)
-            );
+            let name = function_name(&path);
+            match (stage.goal.get(spec), stage.contract.get(spec)) {
+                // The goal in view; the steps folded, opened on purpose.
+                (Some(goal), Some(steps)) => {
+                    let _ = writeln!(bullets, "- `{name}` — {}", one_line(goal));
+                    let _ = writeln!(
+                        bullets,
+                        "  <details class=\"steps\"><summary>Show the steps</summary>\n\n  {}\n\n  </details>",
+                        one_line(steps)
+                    );
+                }
+                (Some(text), None) | (None, Some(text)) => {
+                    let _ = writeln!(bullets, "- `{name}` — {}", one_line(text));
+                }
+                (None, None) => {}
+            }
         }
         if !bullets.is_empty() {
             let _ = writeln!(out, "{bullets}");
@@ -197,6 +209,20 @@ sleeping until there is one."""
             "no contract yet, no bullet: {block}"
         );
         assert!(block.contains("Its tests check: order."), "{block}");
+
+        // With a goal, the goal is in view and the steps are folded.
+        let with_goal = text.replace(
+            "[stage.contract]",
+            "[stage.goal]\n\"queue.rs: Queue::get\" = \"Gives the oldest item, waiting for one.\"\n[stage.contract]",
+        );
+        let list: StageList = toml::from_str(&with_goal).unwrap();
+        let page = render(&list).unwrap();
+        assert!(
+            page.contains(
+                "- `Queue::get` — Gives the oldest item, waiting for one.\n  <details class=\"steps\"><summary>Show the steps</summary>\n\n  Takes the oldest item, sleeping until there is one.\n\n  </details>\n"
+            ),
+            "{page}"
+        );
         assert!(block.contains("`cargo test --test queue`"), "{block}");
     }
 }

@@ -82,6 +82,18 @@ enum Cmd {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// What stage K asks of you: each function's goal, what the stage's
+    /// tests check, and the hint; with --steps, each function's steps too.
+    /// Without K, the first stage with a function still to write.
+    Hint {
+        /// The starter.
+        dir: PathBuf,
+        /// The stage, from 1.
+        stage: Option<usize>,
+        /// Also show how each function goes about it (the steps).
+        #[arg(long)]
+        steps: bool,
+    },
     /// Show the lesson's code for stage K beside yours (changes nothing).
     Solution {
         /// The starter.
@@ -198,6 +210,18 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
                 println!("\n== saved: {}", names.join(", "));
                 check_once(&list, &dir, limit)?;
             }
+        }
+        Cmd::Hint { dir, stage, steps } => {
+            let (_, list) = course_of(&dir, cli.root.as_deref())?;
+            let number = match stage {
+                Some(k) => k,
+                None => first_unwritten(&list, &dir)?,
+            };
+            let Some(st) = number.checked_sub(1).and_then(|i| list.stages.get(i)) else {
+                bail!("{} has stages 1 to {}", list.lesson, list.stages.len());
+            };
+            print!("{}", hint_text(&list, number, st, steps, &dir)?);
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Solution { dir, stage } => {
             let (root, list) = course_of(&dir, cli.root.as_deref())?;
@@ -323,7 +347,97 @@ fn contract_problems(root: &Path, list: &StageList) -> Result<Vec<String>> {
             }
         }
     }
+    if list.has_goals() {
+        for (i, stage) in list.stages.iter().enumerate() {
+            for spec in stage.without_goal() {
+                problems.push(format!(
+                    "{}: stage {} ({}): {spec:?} is blanked but has no goal in [stage.goal]",
+                    list.lesson,
+                    i + 1,
+                    stage.name
+                ));
+            }
+        }
+    }
     Ok(problems)
+}
+
+/// The first stage with a function whose body is still the starter's
+/// `todo!`; the last stage when every function is written.
+fn first_unwritten(list: &StageList, dir: &Path) -> Result<usize> {
+    for (i, stage) in list.stages.iter().enumerate() {
+        let marker = format!("todo!(\"stage {}:", i + 1);
+        for spec in &stage.blank {
+            let path = blank::FnPath::parse(spec)?;
+            if fn_text(dir, &path)?.contains(&marker) {
+                return Ok(i + 1);
+            }
+        }
+    }
+    Ok(list.stages.len())
+}
+
+/// What `hint` prints for stage `number`: what to write, where to read,
+/// each function's goal (and steps, when asked), what the tests check,
+/// and the hint.
+fn hint_text(
+    list: &StageList,
+    number: usize,
+    stage: &stages::Stage,
+    steps: bool,
+    dir: &Path,
+) -> Result<String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "stage {number} ({}): you write {}\nread: {}\n",
+        stage.name,
+        stage.write.trim_end_matches('.'),
+        list.read_text(stage)
+    );
+    for spec in &stage.blank {
+        let path = blank::FnPath::parse(spec)?;
+        let name = contracts::function_name(&path);
+        let goal = stage.goal.get(spec).or(stage.contract.get(spec));
+        let _ = writeln!(out, "- {name} ({}): {}", path.file, one_line(goal));
+        if steps {
+            if let Some(how) = stage.contract.get(spec) {
+                let _ = writeln!(out, "    steps: {}", one_line(Some(how)));
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nits tests check: {}\n\nhint: {}\n",
+        stage.checks, stage.hint
+    );
+    let _ = writeln!(
+        out,
+        "its tests: cd {} && {}",
+        dir.display(),
+        stage.cargo_command()
+    );
+    if !steps {
+        let _ = writeln!(
+            out,
+            "how each function goes about it: cargo run -p starter -- hint {} {number} --steps",
+            dir.display()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "the lesson's code for this stage: cargo run -p starter -- solution {} {number}",
+        dir.display()
+    );
+    Ok(out)
+}
+
+/// `text` on one line, or a dash when there is none.
+fn one_line(text: Option<&String>) -> String {
+    text.map_or_else(
+        || "-".to_string(),
+        |t| t.split_whitespace().collect::<Vec<_>>().join(" "),
+    )
 }
 
 /// Builds and checks the crate at `dir` once, as `check` does, printing

@@ -75,12 +75,19 @@ pub struct Stage {
     /// The functions to blank: `FILE: NAME`, `FILE: TYPE::NAME` or
     /// `FILE: TRAIT for TYPE::NAME`, FILE relative to `src/`.
     pub blank: Vec<String>,
-    /// What each blanked function must do, keyed by its `blank` entry: one
-    /// to three sentences of Markdown (what it takes and returns, its
-    /// errors, the log lines and counts the tests read). The chapter shows
-    /// them in building mode, from the page [`super::contracts`] writes.
+    /// How each blanked function does it, keyed by its `blank` entry: its
+    /// steps, one to three sentences of Markdown (the order of calls, the
+    /// locks and flags, each branch, its errors, the log lines and counts
+    /// the tests read). The chapter folds them behind "Show the steps", and
+    /// `starter hint --steps` prints them: opened on purpose.
     #[serde(default)]
     pub contract: BTreeMap<String, String>,
+    /// What each blanked function is for and what it promises, keyed by its
+    /// `blank` entry: about one sentence, in the learner's terms, from which
+    /// the function can be designed. Always shown (building mode, `starter
+    /// hint`), ahead of the folded steps.
+    #[serde(default)]
+    pub goal: BTreeMap<String, String>,
 }
 
 /// Where a stage's tests are: a target, and maybe a name prefix.
@@ -119,6 +126,15 @@ impl Stage {
         self.blank
             .iter()
             .filter(|b| !self.contract.contains_key(b.as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The stage's blanked functions that have no goal yet.
+    pub fn without_goal(&self) -> Vec<&str> {
+        self.blank
+            .iter()
+            .filter(|b| !self.goal.contains_key(b.as_str()))
             .map(String::as_str)
             .collect()
     }
@@ -227,6 +243,12 @@ impl StageList {
         self.stages.iter().any(|s| !s.contract.is_empty())
     }
 
+    /// Whether any stage of the lesson has a goal yet: from then on, every
+    /// blanked function of the lesson must have one.
+    pub fn has_goals(&self) -> bool {
+        self.stages.iter().any(|s| !s.goal.is_empty())
+    }
+
     /// Sound enough to use: 3-10 stages, distinct names, sections that are
     /// headings of the chapter, blanks that parse, contracts of blanks.
     fn validate(&self, root: &Path) -> Result<()> {
@@ -322,6 +344,22 @@ impl StageList {
                 if text.trim().is_empty() {
                     bail!(
                         "stage {} ({}): the contract of {key:?} is empty",
+                        i + 1,
+                        stage.name
+                    );
+                }
+            }
+            for (key, text) in &stage.goal {
+                if !stage.blank.contains(key) {
+                    bail!(
+                        "stage {} ({}): [stage.goal] {key:?} is not a `blank` entry of the stage (a goal is keyed by its function's entry, word for word)",
+                        i + 1,
+                        stage.name
+                    );
+                }
+                if text.trim().is_empty() {
+                    bail!(
+                        "stage {} ({}): the goal of {key:?} is empty",
                         i + 1,
                         stage.name
                     );
@@ -480,6 +518,7 @@ mod tests {
             skip: skip.iter().map(|t| t.to_string()).collect(),
             blank: Vec::new(),
             contract: BTreeMap::new(),
+            goal: BTreeMap::new(),
         }
     }
 
