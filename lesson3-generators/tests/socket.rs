@@ -133,7 +133,6 @@ fn write_all_writes_more_than_the_socket_buffers_hold_in_parts() {
 /// then is `read` called. It must try first and find them there.
 #[test]
 fn read_takes_bytes_that_arrived_before_it_was_called() {
-    use lesson3_generators::sleep::sleep;
     within(
         10,
         "`read` waited for bytes that were already in the socket: their edge came while \
@@ -152,13 +151,20 @@ fn read_takes_bytes_that_arrived_before_it_was_called() {
                 let _ = conn.read_to_end(&mut rest);
             });
             let event_loop = EventLoop::new().unwrap();
+            let task_loop = event_loop.clone();
             let got = event_loop
                 .run_until_complete(async move {
                     let mut sock = Socket::connect(&addr).await.unwrap();
                     bytes_in.recv_timeout(Duration::from_secs(5)).unwrap();
-                    // Turns of the loop with the bytes in: their edge is
-                    // delivered, and no reader is installed to hear it.
-                    sleep(Duration::from_millis(50)).await;
+                    // Turns of the loop with the bytes in (a pause of 50 ms
+                    // on a timer): their edge is delivered, and no reader is
+                    // installed to hear it.
+                    let pause = task_loop.create_future::<()>();
+                    let resume = pause.clone();
+                    task_loop.call_later(Duration::from_millis(50), move || {
+                        resume.set_result(());
+                    });
+                    pause.await;
                     sock.read().await.unwrap()
                 })
                 .unwrap();
