@@ -424,6 +424,26 @@ impl Chapter {
     }
 }
 
+/// The options every headless Chromium run of the book takes, `book-check`'s
+/// printing and the browser test alike: headless, no sandbox (CI runs as
+/// root), nothing fetched from the network, a profile of its own. The first
+/// two are what a launcher that sets headlessness and the sandbox itself
+/// (the browser test's) leaves out: see [`CHROMIUM_OWN_FLAGS`].
+pub const CHROMIUM_FLAGS: [&str; 8] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
+/// [`CHROMIUM_FLAGS`] without headlessness and the sandbox, for a launcher
+/// that sets those two itself.
+pub const CHROMIUM_OWN_FLAGS: &[&str] = CHROMIUM_FLAGS.split_at(2).1;
+
 #[cfg(test)]
 mod tests {
     use super::*;

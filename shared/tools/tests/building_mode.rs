@@ -254,16 +254,11 @@ fn browser(profile: &Path) -> Browser {
         "no browser at {}: install Chromium (`apt-get install -y chromium`) or set CHROMIUM=PATH",
         path.display()
     );
-    let args = [
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
-    .map(OsStr::new)
-    .to_vec();
+    // Headlessness and the sandbox are the launcher's own options.
+    let args: Vec<&OsStr> = course_tools::building::CHROMIUM_OWN_FLAGS
+        .iter()
+        .map(OsStr::new)
+        .collect();
     let options = LaunchOptions::default_builder()
         .path(Some(path))
         .headless(true)

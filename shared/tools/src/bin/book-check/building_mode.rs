@@ -14,7 +14,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use course_tools::building::Chapter;
+use course_tools::building::{Chapter, CHROMIUM_FLAGS};
 use starter::stages::{stage_file, LESSONS};
 
 /// The lessons whose chapter and stage list exist in the checkout at `root`
@@ -91,19 +91,6 @@ pub fn wrap(root: &Path) -> Result<()> {
     }
     Ok(())
 }
-
-/// The options every headless Chromium run here takes: no sandbox (CI runs
-/// as root), nothing fetched from the network, a profile of its own.
-pub const CHROMIUM_FLAGS: [&str; 8] = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-];
 
 /// The browser to print with: `$CHROMIUM`, else the first of Debian's and
 /// others' names found on the `PATH`.
