@@ -25,6 +25,7 @@
 pub mod blank;
 pub mod contracts;
 pub mod each;
+pub mod mistakes;
 pub mod run;
 pub mod stages;
 pub mod watch;

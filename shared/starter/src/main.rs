@@ -118,6 +118,12 @@ enum Cmd {
         /// see each.rs).
         #[arg(long, conflicts_with = "write_pages")]
         each_function: bool,
+        /// Instead, make each classic mistake the stage lists name
+        /// (`[[stage.mistake]]`) on a copy of the lesson and prove its
+        /// stage's tests fail with a message containing its words (see
+        /// mistakes.rs).
+        #[arg(long, conflicts_with_all = ["write_pages", "each_function"])]
+        mistakes: bool,
     },
     /// For the course's maintainers: write each lesson's contracts page for
     /// the book's building mode
@@ -259,10 +265,32 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             timeout,
             write_pages,
             each_function,
+            mistakes,
         } => {
             let root = starter::workspace_root(cli.root.as_deref())?;
             let lessons = lessons_or_all(lessons);
             let limit = Duration::from_secs(timeout);
+            if mistakes {
+                let target = std::env::var_os("CARGO_TARGET_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| root.join("target"))
+                    .join("starters");
+                let mut results = Vec::new();
+                for lesson in &lessons {
+                    let list = StageList::load(&root, lesson)?;
+                    println!("== {}: its classic mistakes", list.lesson);
+                    results.push(starter::mistakes::verify_lesson(
+                        &root, &list, &target, limit,
+                    )?);
+                }
+                // Last, as CI reads it: `N of N mistakes caught, each with
+                // its message`.
+                return Ok(if starter::mistakes::summarize(&results) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
             let mut problems = Vec::new();
             let mut lists = Vec::new();
             let mut reports = Vec::new();

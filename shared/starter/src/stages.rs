@@ -88,6 +88,31 @@ pub struct Stage {
     /// hint`), ahead of the folded steps.
     #[serde(default)]
     pub goal: BTreeMap<String, String>,
+    /// The classic mistakes learners make in this stage, each a small change
+    /// to the lesson that the stage's tests must catch with a message that
+    /// names it (`starter verify --mistakes` proves it); the book lists
+    /// them, folded, in the stage's box.
+    #[serde(default, rename = "mistake")]
+    pub mistakes: Vec<Mistake>,
+}
+
+/// A classic mistake of a stage: what a learner commonly gets wrong, as a
+/// change to one place of the lesson's code, and what its failure shows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mistake {
+    /// What the learner did, in a few words (the book's list shows it).
+    pub name: String,
+    /// The file it is made in, relative to `src/`.
+    pub file: String,
+    /// The lesson's text that the mistake changes: it must occur exactly
+    /// once in the file.
+    pub find: String,
+    /// What the mistake makes of it.
+    pub replace: String,
+    /// Words the failing tests' output must contain: the message that names
+    /// the mistake, so that a learner who makes it is told what it is.
+    pub shows: String,
 }
 
 /// Where a stage's tests are: a target, and maybe a name prefix.
@@ -349,6 +374,16 @@ impl StageList {
                     );
                 }
             }
+            for mistake in &stage.mistakes {
+                if mistake.find == mistake.replace || mistake.shows.trim().is_empty() {
+                    bail!(
+                        "stage {} ({}): mistake {:?} must change the code (`find` and `replace` differ) and say what its failure shows (`shows`)",
+                        i + 1,
+                        stage.name,
+                        mistake.name
+                    );
+                }
+            }
             for (key, text) in &stage.goal {
                 if !stage.blank.contains(key) {
                     bail!(
@@ -519,6 +554,7 @@ mod tests {
             blank: Vec::new(),
             contract: BTreeMap::new(),
             goal: BTreeMap::new(),
+            mistakes: Vec::new(),
         }
     }
 

@@ -1,0 +1,177 @@
+//! `starter verify --mistakes`: each classic mistake a stage lists is caught
+//! by that stage's tests, with a message that names it.
+//!
+//! A stage list names, per stage, the mistakes learners commonly make there
+//! (`[[stage.mistake]]`: a small change to one place of the lesson, and the
+//! words its failure must show). A test that fails on a mistake with
+//! `left: 2002, right: 2000` catches it but teaches nothing; one that says
+//! "a URL was new to two threads: 'is it new?' and 'mark it seen' must be
+//! one step under one lock" teaches the lesson. This check makes each
+//! mistake in turn on a copy of the lesson with every stage written, builds
+//! the stage's tests, runs them, and requires that they fail and that what
+//! they print contains the mistake's words.
+//!
+//! The copy is written once per lesson, in the starters' target directory
+//! (so the lesson's dependencies build once), and each mistake changes one
+//! file and puts it back afterwards: a build per mistake is the lesson
+//! crate and the stage's test targets, nothing more.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::run;
+use crate::stages::{Mistake, Stage, StageList};
+
+/// How one mistake fared.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Its stage's tests failed, and their output holds its words.
+    Caught,
+    /// Its stage's tests passed with the mistake made.
+    Missed,
+    /// The tests failed, but without the words: the failure does not name
+    /// the mistake. What they printed, shortened.
+    Unnamed(String),
+    /// The mistake could not be made (its text is not in the file once) or
+    /// the copy did not compile with it.
+    Broken(String),
+}
+
+/// One lesson's mistakes and how each fared: (stage number, mistake,
+/// outcome).
+pub type LessonMistakes = Vec<(usize, Mistake, Outcome)>;
+
+/// Where a lesson's copy for the mistakes is written.
+pub fn scratch_dir(target_dir: &Path, list: &StageList) -> PathBuf {
+    target_dir.join("mistakes").join(&list.lesson)
+}
+
+/// Makes each mistake of `list` on a copy of the lesson (every stage
+/// written) and runs its stage's tests, each test binary for at most
+/// `limit`. Prints a line per mistake as it goes.
+pub fn verify_lesson(
+    root: &Path,
+    list: &StageList,
+    target_dir: &Path,
+    limit: Duration,
+) -> Result<LessonMistakes> {
+    let mut results = Vec::new();
+    if list.stages.iter().all(|s| s.mistakes.is_empty()) {
+        return Ok(results);
+    }
+    let dir = scratch_dir(target_dir, list);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("clear {}", dir.display()))?;
+    }
+    crate::write_starter(root, list, &dir, list.stages.len())?;
+    for (i, stage) in list.stages.iter().enumerate() {
+        for mistake in &stage.mistakes {
+            let outcome = make_and_test(&dir, stage, mistake, target_dir, limit)?;
+            println!("   {}", describe(i + 1, stage, mistake, &outcome));
+            results.push((i + 1, mistake.clone(), outcome));
+        }
+    }
+    Ok(results)
+}
+
+/// Makes `mistake` in the copy at `dir`, runs `stage`'s tests, and puts the
+/// file back.
+fn make_and_test(
+    dir: &Path,
+    stage: &Stage,
+    mistake: &Mistake,
+    target_dir: &Path,
+    limit: Duration,
+) -> Result<Outcome> {
+    let file = dir.join("src").join(&mistake.file);
+    let original =
+        std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+    let found = original.matches(mistake.find.as_str()).count();
+    if found != 1 {
+        return Ok(Outcome::Broken(format!(
+            "its `find` text occurs {found} times in src/{}, not once",
+            mistake.file
+        )));
+    }
+    std::fs::write(&file, original.replacen(&mistake.find, &mistake.replace, 1))
+        .with_context(|| format!("write {}", file.display()))?;
+    let outcome = test_stage(dir, stage, mistake, target_dir, limit);
+    std::fs::write(&file, &original).with_context(|| format!("restore {}", file.display()))?;
+    outcome
+}
+
+/// Builds and runs `stage`'s tests in `dir`, as the mistake left it.
+fn test_stage(
+    dir: &Path,
+    stage: &Stage,
+    mistake: &Mistake,
+    target_dir: &Path,
+    limit: Duration,
+) -> Result<Outcome> {
+    let mut targets: Vec<String> = Vec::new();
+    for selection in stage.selections() {
+        if !targets.contains(&selection.target) {
+            targets.push(selection.target);
+        }
+    }
+    let exes: BTreeMap<String, PathBuf> = match run::build_tests(dir, &targets, Some(target_dir))? {
+        Ok(exes) => exes,
+        Err(errors) => return Ok(Outcome::Broken(format!("it does not compile:\n{errors}"))),
+    };
+    let mut failed = false;
+    let mut printed = String::new();
+    for selection in stage.selections() {
+        let Some(exe) = exes.get(&selection.target) else {
+            bail!("no test binary for {}", selection.target);
+        };
+        let ran = run::run_selection(exe, dir, &selection, limit, None)?;
+        failed |= !ran.failed.is_empty() || ran.timed_out;
+        for (_, message) in &ran.failed {
+            printed.push_str(message);
+            printed.push('\n');
+        }
+        printed.push_str(&ran.output);
+    }
+    Ok(if !failed {
+        Outcome::Missed
+    } else if printed.contains(mistake.shows.as_str()) {
+        Outcome::Caught
+    } else {
+        Outcome::Unnamed(printed.chars().take(1500).collect())
+    })
+}
+
+/// One line (or a few) for a mistake's outcome.
+pub fn describe(stage_number: usize, stage: &Stage, mistake: &Mistake, outcome: &Outcome) -> String {
+    let what = format!(
+        "stage {stage_number} ({}): {:?} in src/{}",
+        stage.name, mistake.name, mistake.file
+    );
+    match outcome {
+        Outcome::Caught => format!("caught, with its message: {what}"),
+        Outcome::Missed => format!("MISSED: {what}: the stage's tests pass with it"),
+        Outcome::Unnamed(printed) => format!(
+            "UNNAMED: {what}: the tests fail, but their output does not contain {:?}; it was:\n{printed}",
+            mistake.shows
+        ),
+        Outcome::Broken(why) => format!("BROKEN: {what}: {why}"),
+    }
+}
+
+/// Prints `N of M mistakes caught, each with its message` over every lesson;
+/// whether all were.
+pub fn summarize(results: &[LessonMistakes]) -> bool {
+    let all: Vec<&(usize, Mistake, Outcome)> = results.iter().flatten().collect();
+    let caught = all
+        .iter()
+        .filter(|(_, _, outcome)| matches!(outcome, Outcome::Caught))
+        .count();
+    println!(
+        "{caught} of {} mistakes caught, each with its message",
+        all.len()
+    );
+    caught == all.len()
+}
