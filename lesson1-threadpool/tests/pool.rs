@@ -137,7 +137,15 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
         });
         let err = outcome
             .recv_timeout(Duration::from_secs(30))
-            .expect("wait_completion hung after a panic")
+            .unwrap_or_else(|_| {
+                panic!(
+                    "--threads {threads}: wait_completion did not return within 30 s of a \
+                     panic in `work`: the item being worked on was never marked done. \
+                     `task_done` must run even when `work` panics — from a guard's `Drop`, \
+                     which runs while the panic unwinds — and the guard stops the queue, so \
+                     the items no thread is left to take do not keep `join` waiting"
+                )
+            })
             .unwrap_err();
         assert!(
             err.contains("bad item 7"),

@@ -286,6 +286,34 @@ fn immediate_shutdown_wakes_a_join_waiting_for_queued_items() {
     );
 }
 
+/// Three threads wait in `join` for one item; when it is marked done, all
+/// three must wake, not one of them.
+#[test]
+fn every_thread_waiting_in_join_wakes_when_the_last_task_is_done() {
+    let q = Arc::new(Queue::new());
+    q.put(1).unwrap();
+    let (done, joined) = mpsc::channel();
+    for _ in 0..3 {
+        let (q, done) = (Arc::clone(&q), done.clone());
+        thread::spawn(move || {
+            q.join();
+            let _ = done.send(());
+        });
+    }
+    // Give the three time to fall asleep in `join`.
+    thread::sleep(Duration::from_millis(100));
+    q.get().unwrap();
+    q.task_done();
+    for woken in 0..3 {
+        assert!(
+            joined.recv_timeout(JOIN_LIMIT).is_ok(),
+            "only {woken} of the three threads waiting in `join` woke when the last task was \
+             done: every sleeper must wake then (`notify_all`, not `notify_one`, on \
+             `all_tasks_done`)"
+        );
+    }
+}
+
 #[test]
 #[should_panic(expected = "task_done() called more times")]
 fn task_done_without_an_item_is_a_bug() {

@@ -101,6 +101,23 @@ pub fn render(list: &StageList) -> Result<String> {
             let _ = writeln!(out, "{bullets}");
         }
         let _ = writeln!(out, "Its tests check: {}\n", stage.checks);
+        if !stage.mistakes.is_empty() {
+            // Folded: a list to check one's code against once it is red,
+            // not a set of instructions to read first.
+            let _ = writeln!(
+                out,
+                "<details class=\"mistakes\"><summary>Common mistakes</summary>\n"
+            );
+            for mistake in &stage.mistakes {
+                let _ = writeln!(
+                    out,
+                    "- {} — the tests say: “{}”",
+                    one_line(&mistake.name),
+                    one_line(&mistake.shows)
+                );
+            }
+            let _ = writeln!(out, "\n</details>\n");
+        }
         let _ = writeln!(
             out,
             "Run them in your starter with `{}`, or every stage in order with `cargo run -p starter -- check DIR` (see [Build it yourself](#build-it-yourself)).\n",

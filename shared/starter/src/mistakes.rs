@@ -145,7 +145,12 @@ fn test_stage(
 }
 
 /// One line (or a few) for a mistake's outcome.
-pub fn describe(stage_number: usize, stage: &Stage, mistake: &Mistake, outcome: &Outcome) -> String {
+pub fn describe(
+    stage_number: usize,
+    stage: &Stage,
+    mistake: &Mistake,
+    outcome: &Outcome,
+) -> String {
     let what = format!(
         "stage {stage_number} ({}): {:?} in src/{}",
         stage.name, mistake.name, mistake.file
