@@ -109,7 +109,7 @@ pub fn command(ctx: &Ctx, args: Args) -> Result<()> {
 
     let mut md = output::header(
         ctx,
-        "What --trace costs: 10,000 pages of 16,384 bytes on nginx",
+        "What `--trace` costs: 10,000 pages of 16,384 bytes on nginx",
         &format!("trace-cost --runs {}", args.runs),
     );
     md.push_str(
