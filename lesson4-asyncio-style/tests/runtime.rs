@@ -969,6 +969,43 @@ fn run_says_so_when_the_loop_has_stalled() {
     );
 }
 
+/// A task woken twice before its step runs is stepped once: a step is
+/// already queued, and a second would poll the coroutine again for nothing.
+#[test]
+fn a_task_woken_twice_before_its_step_is_stepped_once() {
+    within(10, NEVER_STEPPED, || {
+        let event_loop = EventLoop::new().unwrap();
+        let polls = Rc::new(Cell::new(0));
+        let counted = Rc::clone(&polls);
+        let _task = event_loop.create_task(async move {
+            std::future::poll_fn(|cx| {
+                counted.set(counted.get() + 1);
+                if counted.get() == 1 {
+                    // Two wake-ups before the next step runs.
+                    cx.waker().wake_by_ref();
+                    cx.waker().wake_by_ref();
+                }
+                Poll::<()>::Pending
+            })
+            .await;
+            Ok(())
+        });
+        // The first step, then the turn that runs what it queued (a third
+        // turn would wait in `poll` for ever: nothing is left to do).
+        for _ in 0..2 {
+            event_loop.run_once().unwrap();
+        }
+        assert_eq!(
+            polls.get(),
+            2,
+            "polls of a coroutine woken twice in its first step: 2 (the first step, then one \
+             more). A task woken while a step is already queued must not queue another: \
+             `schedule` does nothing while the `scheduled` flag is set, and `step` clears it"
+        );
+        event_loop.close();
+    });
+}
+
 /// Bounded: the loop runs on a thread of its own, and a wake-up from
 /// another thread that never reaches it fails the test with a message
 /// instead of leaving the loop asleep in `poll` forever.
