@@ -126,7 +126,15 @@ fn a_server_that_drips_bytes_is_a_timeout_by_the_deadline() {
         }
     });
     let started = Instant::now();
-    let err = get_with(&url, Duration::from_millis(500)).unwrap_err();
+    let err = shared::fixtures::bound::within(
+        5,
+        "a fetch with a 500 ms timeout, from a server that sends a byte every 20 ms, was \
+         still reading after 5 s: the timeout must be a deadline for the whole fetch, not \
+         renewed at each read (each byte comes well within a per-read timeout) — set each \
+         read's timeout to the time left",
+        move || get_with(&url, Duration::from_millis(500)),
+    )
+    .unwrap_err();
     assert_eq!(
         err.kind,
         FailKind::Timeout,
