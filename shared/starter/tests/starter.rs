@@ -372,3 +372,51 @@ fn help_describes_the_starter() {
         "{help}"
     );
 }
+
+/// `hint` gives a stage's goals, what its tests check and its hint; the
+/// steps only with `--steps`. Without a stage number, the first stage with
+/// a function still to write.
+#[test]
+fn hint_gives_the_goals_and_the_steps_only_when_asked() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("mine");
+    let dir_text = dir.to_str().unwrap();
+    let out = starter(&checkout(), &["new", "1", dir_text, "--through", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list: toml::Table = toml::from_str(
+        &std::fs::read_to_string(checkout().join("docs/starters/lesson1.toml")).unwrap(),
+    )
+    .unwrap();
+    let stage = |k: usize| list["stage"].as_array().unwrap()[k - 1].as_table().unwrap();
+    let first_entry = |k: usize| {
+        stage(k)["blank"].as_array().unwrap()[0]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let one_line = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+
+    // Stage 1 is written: the first stage left is 2.
+    let out = starter(&checkout(), &["hint", dir_text]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.starts_with("stage 2 ("), "{said}");
+    let entry = first_entry(2);
+    let goal = one_line(stage(2)["goal"][entry.as_str()].as_str().unwrap());
+    let steps = one_line(stage(2)["contract"][entry.as_str()].as_str().unwrap());
+    assert!(said.contains(&goal), "the goal of {entry}: {said}");
+    assert!(
+        !said.contains(&steps),
+        "the steps only with --steps: {said}"
+    );
+    assert!(said.contains("its tests check: "), "{said}");
+    assert!(
+        said.contains(&format!("hint {dir_text} 2 --steps")),
+        "{said}"
+    );
+
+    let out = starter(&checkout(), &["hint", dir_text, "2", "--steps"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains(&goal) && said.contains(&steps), "{said}");
+}
