@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use super::api::{link_spans, ApiIndex};
 use super::blank::FnPath;
 use super::stages::{find_lesson, StageList};
 
@@ -57,8 +58,9 @@ pub fn function_name(path: &FnPath) -> String {
     }
 }
 
-/// The page: a block per stage, each between its anchors.
-pub fn render(list: &StageList) -> Result<String> {
+/// The page: a block per stage, each between its anchors; the names of
+/// `shared`'s items in goals and steps link to their API pages (`api`).
+pub fn render(list: &StageList, api: &ApiIndex) -> Result<String> {
     let (_, _, bin) = find_lesson(&list.lesson)?;
     let mut out = String::new();
     let _ = writeln!(
@@ -84,15 +86,17 @@ pub fn render(list: &StageList) -> Result<String> {
             match (stage.goal.get(spec), stage.contract.get(spec)) {
                 // The goal in view; the steps folded, opened on purpose.
                 (Some(goal), Some(steps)) => {
-                    let _ = writeln!(bullets, "- `{name}` — {}", one_line(goal));
+                    let goal = link_spans(&one_line(goal), api);
+                    let _ = writeln!(bullets, "- `{name}` — {goal}");
                     let _ = writeln!(
                         bullets,
                         "  <details class=\"steps\"><summary>Show the steps</summary>\n\n  {}\n\n  </details>",
-                        one_line(steps)
+                        link_spans(&one_line(steps), api)
                     );
                 }
                 (Some(text), None) | (None, Some(text)) => {
-                    let _ = writeln!(bullets, "- `{name}` — {}", one_line(text));
+                    let text = link_spans(&one_line(text), api);
+                    let _ = writeln!(bullets, "- `{name}` — {text}");
                 }
                 (None, None) => {}
             }
@@ -139,7 +143,7 @@ fn one_line(text: &str) -> String {
 /// command that rewrites it.
 pub fn check(root: &Path, list: &StageList) -> Result<std::result::Result<(), String>> {
     let path = page_path(root, list)?;
-    let want = render(list)?;
+    let want = render(list, &ApiIndex::of_shared(root)?)?;
     let (_, _, bin) = find_lesson(&list.lesson)?;
     Ok(
         if std::fs::read_to_string(&path).ok().as_deref() == Some(want.as_str()) {
@@ -156,7 +160,7 @@ pub fn check(root: &Path, list: &StageList) -> Result<std::result::Result<(), St
 /// Rewrites the page; whether it changed.
 pub fn write(root: &Path, list: &StageList) -> Result<bool> {
     let path = page_path(root, list)?;
-    let want = render(list)?;
+    let want = render(list, &ApiIndex::of_shared(root)?)?;
     if std::fs::read_to_string(&path).ok().as_deref() == Some(want.as_str()) {
         return Ok(false);
     }
@@ -201,7 +205,7 @@ blank = ["queue.rs: Queue::put", "queue.rs: Queue::get"]
 sleeping until there is one."""
 "#;
         let list: StageList = toml::from_str(text).unwrap();
-        let page = render(&list).unwrap();
+        let page = render(&list, &ApiIndex::default()).unwrap();
         let block = page
             .split("<!-- ANCHOR: stage-queue -->\n")
             .nth(1)
@@ -233,7 +237,7 @@ sleeping until there is one."""
             "[stage.goal]\n\"queue.rs: Queue::get\" = \"Gives the oldest item, waiting for one.\"\n[stage.contract]",
         );
         let list: StageList = toml::from_str(&with_goal).unwrap();
-        let page = render(&list).unwrap();
+        let page = render(&list, &ApiIndex::default()).unwrap();
         assert!(
             page.contains(
                 "- `Queue::get` — Gives the oldest item, waiting for one.\n  <details class=\"steps\"><summary>Show the steps</summary>\n\n  Takes the oldest item, sleeping until there is one.\n\n  </details>\n"

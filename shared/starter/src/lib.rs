@@ -22,6 +22,7 @@
 //! `[workspace]` so that it builds wherever it is, and the course's
 //! checkout recorded under `[package.metadata.starter]`.
 
+pub mod api;
 pub mod blank;
 pub mod contracts;
 pub mod each;

@@ -152,10 +152,17 @@ fn percent_decode(text: &str) -> String {
 static EXTERNAL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//)").expect("constant regex"));
 
-/// The Markdown files under `dir`, sorted.
+/// The Markdown files under `dir`, sorted: the book's pages. Not under
+/// `api/`, which holds rustdoc's generated pages (`api-docs`), whose few
+/// `.md` files are licences it ships, not pages.
 fn markdown_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+    let api = dir.join("api");
+    let walk = walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.path() != api);
+    for entry in walk {
         let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
         if entry.file_type().is_file() && entry.path().extension().is_some_and(|e| e == "md") {
             out.push(entry.into_path());
@@ -258,7 +265,17 @@ impl Checker<'_> {
 
     /// Checks the relative links and images of one page.
     fn check_links(&mut self, page: &Path, text: &str, is_summary: bool) {
-        let dir = page.parent().unwrap_or(Path::new("")).to_path_buf();
+        // A page that is only ever included (a generated block) lands in
+        // the chapter that includes it: its links are read from there.
+        let from = match self.included.get(page) {
+            Some(includers) if !self.chapters.contains(page) && !includers.is_empty() => includers
+                .iter()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| page.to_path_buf()),
+            _ => page.to_path_buf(),
+        };
+        let dir = from.parent().unwrap_or(Path::new("")).to_path_buf();
         for link in markdown::links(text) {
             let dest = link.dest.trim();
             if dest.is_empty() {
@@ -305,13 +322,31 @@ impl Checker<'_> {
                 }
             }
             if !target.is_file() {
-                let message = format!("`{dest}`: no such file {}", self.name(&target));
+                let api = self.src.join("api");
+                let hint = if target.starts_with(&api) {
+                    " (shared's API pages: `cargo run -p course-tools --bin api-docs` writes them)"
+                } else {
+                    ""
+                };
+                let message = format!("`{dest}`: no such file {}{hint}", self.name(&target));
                 self.problem(page, link.line, message);
                 continue;
             }
             let Some(fragment) = fragment.filter(|f| !f.is_empty()) else {
                 continue;
             };
+            if target.extension().is_some_and(|e| e == "html") {
+                // A generated page (the API's): the fragment is an element's id.
+                let html = std::fs::read_to_string(&target).unwrap_or_default();
+                if !html.contains(&format!("id=\"{fragment}\"")) {
+                    let message = format!(
+                        "`{dest}`: {} has no element with the id `{fragment}`",
+                        self.name(&target)
+                    );
+                    self.problem(page, link.line, message);
+                }
+                continue;
+            }
             if target.extension().is_none_or(|e| e != "md") {
                 continue;
             }
