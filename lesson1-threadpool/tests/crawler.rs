@@ -148,3 +148,24 @@ fn running_out_of_descriptors_lowers_the_budget() {
          who hold the sockets the process can have"
     );
 }
+
+/// Once the pool's `join` has returned, every URL seen must be finished:
+/// `all_done` names those that are not (here the root, seen and never
+/// fetched), as an internal error.
+#[test]
+fn urls_seen_and_never_finished_are_named() {
+    let config = Config::new(shared::Lesson::One, ["http://h/"]);
+    let crawler = Crawler::new(&config, 100).unwrap();
+    let stranded = crawler
+        .all_done()
+        .expect_err("the root is seen and was never fetched: not all done");
+    assert_eq!(
+        (
+            stranded.queued,
+            stranded.waiting_for_socket,
+            stranded.in_flight
+        ),
+        (1, 0, 0),
+        "the root, seen and never fetched: one URL queued ({stranded})"
+    );
+}

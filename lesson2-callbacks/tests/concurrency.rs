@@ -202,3 +202,43 @@ fn a_socket_budget_of_50_crawls_500_links_with_at_most_50_in_flight() {
         "requests in all: robots.txt, the root and its {N} links, each once"
     );
 }
+
+/// A crawl whose loop ran out of work with URLs left says where they were:
+/// `all_done` names those queued for their turn, waiting for a socket, and
+/// in flight. (No correct crawl strands a URL, so this makes one: the loop
+/// is never run.)
+#[test]
+fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
+    use lesson2_callbacks::crawler::Crawler;
+    use lesson2_callbacks::event_loop::EventLoop;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let mut config = Config::new(Lesson::Two, [format!("{origin}/")]);
+    config.log = Log::capture(Level::Error);
+    config.obey_robots = false;
+    let event_loop = EventLoop::new().unwrap();
+    let crawler = Crawler::new(&config, 1).unwrap();
+    {
+        let mut crawler = crawler.borrow_mut();
+        assert_eq!(crawler.all_done(), Ok(()), "nothing queued yet: all done");
+        for path in ["/a", "/b"] {
+            let url = url::Url::parse(&format!("{origin}{path}")).unwrap();
+            crawler.fetch(&event_loop, url, 0);
+        }
+        // A budget of one: /a is in flight (its socket is open), /b waits.
+        let stranded = crawler
+            .all_done()
+            .expect_err("two URLs started and never finished: not all done");
+        assert_eq!(
+            (
+                stranded.queued,
+                stranded.waiting_for_socket,
+                stranded.in_flight
+            ),
+            (0, 1, 1),
+            "where the two URLs were: none queued for a turn, one waiting for the one socket, \
+             one in flight ({stranded})"
+        );
+    }
+    event_loop.close();
+}

@@ -252,3 +252,46 @@ fn child_crawl() {
     );
     println!("child crawl ok: ran out of descriptors {ran_out}");
 }
+
+/// A crawl whose loop ran out of work with URLs left says where they were:
+/// `all_done` names those queued for their turn, waiting for a socket, and
+/// in flight. (No correct crawl strands a URL, so this makes one: the loop
+/// runs one turn and no more.)
+#[test]
+fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
+    use lesson3_generators::crawler::Crawler;
+    use lesson3_generators::event_loop::EventLoop;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let mut config = Config::new(Lesson::Three, [format!("{origin}/")]);
+    config.log = Log::capture(Level::Error);
+    config.obey_robots = false;
+    let event_loop = EventLoop::new().unwrap();
+    let crawler = Crawler::new(&config, 1).unwrap();
+    assert_eq!(
+        crawler.borrow().all_done(),
+        Ok(()),
+        "nothing queued yet: all done"
+    );
+    for path in ["/a", "/b"] {
+        let url = url::Url::parse(&format!("{origin}{path}")).unwrap();
+        crawler.borrow_mut().fetch(&event_loop, url, 0);
+    }
+    // One turn: /a's task opens its socket; /b waits for the one socket.
+    event_loop.run_once().unwrap();
+    let stranded = crawler
+        .borrow()
+        .all_done()
+        .expect_err("two URLs started and never finished: not all done");
+    assert_eq!(
+        (
+            stranded.queued,
+            stranded.waiting_for_socket,
+            stranded.in_flight
+        ),
+        (0, 1, 1),
+        "where the two URLs were: none queued for a turn, one waiting for the one socket, one \
+         in flight ({stranded})"
+    );
+    event_loop.close();
+}
