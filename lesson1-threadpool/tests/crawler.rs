@@ -149,13 +149,26 @@ fn running_out_of_descriptors_lowers_the_budget() {
     );
 }
 
-/// Once the pool's `join` has returned, every URL seen must be finished:
-/// `all_done` names those that are not (here the root, seen and never
-/// fetched), as an internal error.
+/// Once the pool's `join` has returned, every URL seen must be finished
+/// or left by `--max-pages`: `all_done` names the others, as an internal
+/// error. Here, with `--max-pages 1`: the root, seen and never fetched; one
+/// link fetched (an `https` URL, which fails at once, with no network); one
+/// left by the page limit.
 #[test]
 fn urls_seen_and_never_finished_are_named() {
-    let config = Config::new(shared::Lesson::One, ["http://h/"]);
+    let mut config = Config::new(shared::Lesson::One, ["http://h/"]);
+    config.max_pages = Some(1);
+    config.log = shared::log::Log::capture(shared::log::Level::Error);
     let crawler = Crawler::new(&config, 100).unwrap();
+    let urls_todo = Queue::new();
+    let links: Vec<Link> = ["https://h/a", "https://h/b"]
+        .iter()
+        .map(|u| Link::from(Url::parse(u).unwrap()))
+        .collect();
+    crawler.add_urls(&urls_todo, &links, 1);
+    for link in &links {
+        crawler.fetch(&urls_todo, (link.to_url(), 1));
+    }
     let stranded = crawler
         .all_done()
         .expect_err("the root is seen and was never fetched: not all done");
@@ -166,6 +179,7 @@ fn urls_seen_and_never_finished_are_named() {
             stranded.in_flight
         ),
         (1, 0, 0),
-        "the root, seen and never fetched: one URL queued ({stranded})"
+        "three URLs seen, one finished (its line recorded), one left by --max-pages: one URL \
+         left, queued ({stranded})"
     );
 }
