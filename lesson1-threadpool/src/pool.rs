@@ -120,11 +120,10 @@ impl<T> Drop for ThreadPool<T> {
     /// A pool dropped without `wait_completion` (an early return, a failed
     /// `spawn`) still ends its threads: queued work is thrown away, work in
     /// progress is waited for. The threads' panics, if any, were already
-    /// printed by the panic hook.
+    /// printed by the panic hook. (`stop` on a stopped pool has no thread
+    /// left to join: a pool's `Drop` needs no look at its fields.)
     fn drop(&mut self) {
-        if !self.workers.is_empty() {
-            self.stop(true);
-        }
+        self.stop(true);
     }
 }
 

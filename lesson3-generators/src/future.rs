@@ -135,7 +135,7 @@ impl<T: 'static> Future<T> {
             match callback {
                 Callback::Done(callback) => {
                     let future = self.clone();
-                    self.inner.event_loop.call_soon(move || callback(future));
+                    self.get_loop().call_soon(move || callback(future));
                 }
                 Callback::Wake(waker) => waker.wake(),
             }
@@ -156,7 +156,7 @@ impl<T: 'static> Future<T> {
         } else {
             drop(core);
             let future = self.clone();
-            self.inner.event_loop.call_soon(move || callback(future));
+            self.get_loop().call_soon(move || callback(future));
         }
     }
 }
@@ -212,12 +212,9 @@ impl<T: Clone + 'static> std::future::Future for Future<T> {
 }
 // ANCHOR_END: poll
 
-impl<T> fmt::Debug for Future<T> {
+impl<T: 'static> fmt::Debug for Future<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.inner.core.borrow().state {
-            State::Pending => "pending",
-            State::Result(_) => "finished",
-        };
+        let state = if self.done() { "finished" } else { "pending" };
         f.debug_struct("Future").field("state", &state).finish()
     }
 }

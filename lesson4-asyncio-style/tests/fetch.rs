@@ -1,12 +1,167 @@
 //! Tests of `src/fetch.rs`, through its public API.
 
+use std::rc::Rc;
 use std::time::Duration;
 
-use shared::http::Limits;
+use shared::fixtures::bound::within;
+use shared::fixtures::server::{Route, Site, TestServer};
+use shared::http::{Limits, Response};
 use shared::log::{Level, Log};
+use shared::{FailKind, FetchError};
+use url::Url;
 
 use lesson4_asyncio_style::connection_pool::ConnectionPool;
+use lesson4_asyncio_style::event_loop::run;
 use lesson4_asyncio_style::fetch::*;
+
+/// What a test that never ends is told.
+const STUCK: &str = "a fetch never ended: `fetch` awaits the pool's `acquire`, then `get` \
+     under `wait_for` with the session's timeout; `exchange` reads until the parser has a \
+     whole response (or the server closed)";
+
+/// A session whose pool keeps two idle connections a host, with `timeout`.
+fn session(timeout: Duration) -> Session {
+    Session::new(
+        ConnectionPool::new(2, 4),
+        timeout,
+        Limits::default(),
+        "crawler-course",
+        Log::capture(Level::Debug),
+    )
+}
+
+/// Fetch each path of `server` in turn, one attempt each, on one session.
+fn fetch_paths(
+    server: &TestServer,
+    paths: &[&str],
+    timeout: Duration,
+) -> (Rc<Session>, Vec<anyhow::Result<Response>>) {
+    let session = Rc::new(session(timeout));
+    let urls: Vec<Url> = paths
+        .iter()
+        .map(|path| Url::parse(&server.url(path)).expect("a fixture URL parses"))
+        .collect();
+    let on_loop = session.clone();
+    let results = run(async move {
+        let mut results = Vec::new();
+        for url in &urls {
+            results.push(fetch(&on_loop, url).await);
+        }
+        Ok(results)
+    })
+    .expect("the loop ran the fetches");
+    (session, results)
+}
+
+#[test]
+fn one_attempt_fetches_a_page_and_keeps_its_connection() {
+    within(20, STUCK, || {
+        let server = TestServer::start(
+            Site::new()
+                .page("/", r#"<a href="/a">a</a>"#)
+                .page("/a", "second"),
+        );
+        let (session, results) = fetch_paths(&server, &["/", "/a"], Duration::from_secs(5));
+        let bodies: Vec<String> = results
+            .into_iter()
+            .map(|result| match result {
+                Ok(response) => {
+                    assert_eq!(response.status, 200, "the fixture page's status");
+                    String::from_utf8_lossy(&response.body).into_owned()
+                }
+                Err(err) => panic!("fetching a fixture page failed: {err:#}"),
+            })
+            .collect();
+        assert_eq!(
+            bodies,
+            [r#"<a href="/a">a</a>"#, "second"],
+            "each response's body, whole: `exchange` feeds the parser until it has \
+             the response the Content-Length announced"
+        );
+        assert_eq!(
+            server.connections(),
+            1,
+            "connections for two fetches of one host: the first response allowed \
+             reuse, so `get` gives the connection back with `release(connection, \
+             response.reusable)` and the second fetch gets it from the pool"
+        );
+        assert_eq!(
+            (session.in_flight.now(), session.in_flight.peak()),
+            (0, 1),
+            "fetches in flight (now, peak) after two fetches one after the other: \
+             each counts from its socket to the end of its attempt (`in_flight.start()`'s \
+             guard), and is no longer counted once it ended"
+        );
+    });
+}
+
+#[test]
+fn an_attempt_that_outlives_the_timeout_is_a_timeout_error() {
+    within(20, STUCK, || {
+        let server = TestServer::start(Site::new().route("/", Route::stall()));
+        let (session, mut results) = fetch_paths(&server, &["/"], Duration::from_millis(300));
+        let err = match results.remove(0) {
+            Ok(response) => panic!(
+                "a server that never answers gave status {}: the attempt must end at \
+                 the session's timeout",
+                response.status
+            ),
+            Err(err) => err,
+        };
+        let fetch_error = err
+            .downcast_ref::<FetchError>()
+            .cloned()
+            .unwrap_or_else(|| {
+                panic!("a timed-out attempt must end with a FetchError (`timed_out`), got: {err:#}")
+            });
+        assert_eq!(
+            (
+                fetch_error.kind,
+                fetch_error.message.contains("timed out after 300ms")
+            ),
+            (FailKind::Timeout, true),
+            "a timed-out attempt is a `timeout` FetchError saying `timed out after \
+             300ms` (`timed_out(session.timeout)`), got {fetch_error:?}"
+        );
+        assert_eq!(
+            session.in_flight.now(),
+            0,
+            "fetches in flight after the attempt ran out of time: the guard ends \
+             the count however the attempt ends"
+        );
+    });
+}
+
+#[test]
+fn a_stale_pooled_connection_is_resent_on_a_fresh_one() {
+    within(20, STUCK, || {
+        // The server drops the second request unanswered, on the connection
+        // the first one left idle: to the fetch, that connection was closed
+        // while it waited in the pool.
+        let server = TestServer::start(
+            Site::new()
+                .page("/", "first")
+                .route("/stale", Route::html("served").drop_first(1)),
+        );
+        let (_session, results) = fetch_paths(&server, &["/", "/stale"], Duration::from_secs(5));
+        let statuses: Vec<Result<u16, String>> = results
+            .into_iter()
+            .map(|result| result.map(|r| r.status).map_err(|err| format!("{err:#}")))
+            .collect();
+        assert_eq!(
+            statuses,
+            [Ok(200), Ok(200)],
+            "a reused connection that fails before one byte of the answer is stale, not \
+             the URL's fault: `get` resends on a fresh connection (`reopen`) within the \
+             same attempt"
+        );
+        assert_eq!(
+            server.request_count("/stale"),
+            2,
+            "requests for /stale: the one on the stale connection, and one resend"
+        );
+    });
+}
 
 #[test]
 fn in_flight_counts_the_peak_not_the_total() {

@@ -891,13 +891,45 @@ fn run_until_complete_fails_when_the_loop_stops_first() {
             "run_until_complete when the loop stops first: expected the error \
              \"event loop stopped before the future completed\", got {err:#}"
         );
-        // Let the task end, so that closing the loop finds nothing pending.
+        // Let the task end, so that closing the loop finds nothing pending:
+        // its future set by a callback (a turn), its step on the next turn.
+        event_loop.call_soon(move || {
+            never.set_result(());
+        });
+        event_loop.run_once().unwrap();
+        event_loop.run_once().unwrap();
+        event_loop.close();
+    });
+}
+
+/// A task that outlived its `run_until_complete` still leaves the loop's
+/// table when it ends on a later turn.
+#[test]
+fn a_task_that_ends_after_its_loop_stopped_leaves_the_table() {
+    within(10, NEVER_STEPPED, || {
+        let (event_loop, _clock) = test_loop();
+        let never: Future<()> = event_loop.create_future();
+        let awaited = never.clone();
+        let outcome = event_loop.run_until_complete(async move {
+            get_running_loop().stop();
+            awaited.await
+        });
+        assert!(
+            outcome.is_err(),
+            "run_until_complete when the loop stops first"
+        );
+        assert_eq!(
+            event_loop.pending_tasks(),
+            1,
+            "pending_tasks while the task waits on a future nobody has set"
+        );
         never.set_result(());
         event_loop.run_once().unwrap();
         assert_eq!(
             event_loop.pending_tasks(),
             0,
-            "pending_tasks once the waiting task's future was set and it had a turn"
+            "pending_tasks once the waiting task's future was set and it had a turn: \
+             a finished task leaves the loop's table (`finish` calls `remove_task`)"
         );
         event_loop.close();
     });

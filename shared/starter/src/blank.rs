@@ -219,6 +219,142 @@ pub fn blank_all(text: &str, blanks: &[(FnPath, String)]) -> Result<String> {
     Ok(out)
 }
 
+/// A struct whose fields the learner designs: `FILE: NAME`, a struct with
+/// named fields at the top level of FILE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructPath {
+    /// The file, relative to the crate's `src/`.
+    pub file: String,
+    /// The struct's name.
+    pub name: String,
+}
+
+impl StructPath {
+    /// Parses `FILE: NAME`.
+    pub fn parse(spec: &str) -> Result<StructPath> {
+        let Some((file, name)) = spec.split_once(": ") else {
+            bail!("{spec:?}: expected FILE: NAME (a struct)");
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            bail!("{spec:?}: a struct is named by a plain identifier");
+        }
+        Ok(StructPath {
+            file: file.trim().to_string(),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for StructPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.name)
+    }
+}
+
+/// A struct found in a file: where its fields are.
+#[derive(Debug, Clone)]
+pub struct FoundStruct {
+    /// The fields, braces included.
+    pub body: Range<usize>,
+    /// How far the struct's `}` is indented.
+    pub indent: usize,
+    /// Its lifetimes and type parameters, which the placeholder must use
+    /// (a parameter no field uses is an error).
+    pub params: Vec<String>,
+}
+
+/// Finds the struct `path` names in `text`: one with named fields.
+pub fn find_struct(text: &str, path: &StructPath) -> Result<FoundStruct> {
+    let file = syn::parse_file(text).with_context(|| format!("parse {}", path.file))?;
+    let found: Vec<&syn::ItemStruct> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Struct(s) if s.ident == path.name => Some(s),
+            _ => None,
+        })
+        .collect();
+    let [item] = found[..] else {
+        bail!("{path}: no such struct at the top of the file");
+    };
+    let syn::Fields::Named(fields) = &item.fields else {
+        bail!("{path}: only a struct with named fields can be left to design");
+    };
+    let open = offset(text, fields.brace_token.span.open().start())?;
+    let close_at = fields.brace_token.span.close().start();
+    let close = offset(text, close_at)?;
+    let params = item
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            syn::GenericParam::Lifetime(l) => Some(format!("&{} ()", l.lifetime)),
+            syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+            syn::GenericParam::Const(_) => None,
+        })
+        .collect();
+    Ok(FoundStruct {
+        body: open..close + 1,
+        indent: close_at.column,
+        params,
+    })
+}
+
+/// The text that replaces a struct's fields: a comment saying `message`
+/// where the learner's fields go (and, for a generic struct, a marker
+/// that uses its parameters until a field of theirs does).
+pub fn blank_fields(found: &FoundStruct, message: &str) -> String {
+    let pad = " ".repeat(found.indent);
+    let mut out = String::from("{\n");
+    for line in wrap(message, 72) {
+        out.push_str(&format!("{pad}    // {line}\n"));
+    }
+    if !found.params.is_empty() {
+        out.push_str(&format!(
+            "{pad}    // (`_yours` only uses the parameters, for the compiler: remove it once a field of yours does.)\n"
+        ));
+        out.push_str(&format!(
+            "{pad}    _yours: std::marker::PhantomData<({},)>,\n",
+            found.params.join(", ")
+        ));
+    }
+    out.push_str(&format!("{pad}}}"));
+    out
+}
+
+/// `text` cut into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+/// `text` with the fields of each `(path, message)` struct left to design.
+pub fn blank_structs(text: &str, structs: &[(StructPath, String)]) -> Result<String> {
+    let mut edits = Vec::new();
+    for (path, message) in structs {
+        let found = find_struct(text, path)?;
+        edits.push((found.body.clone(), blank_fields(&found, message)));
+    }
+    edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
+    let mut out = text.to_string();
+    for (range, replacement) in edits {
+        out.replace_range(range, &replacement);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +466,35 @@ impl Drop for Counter {
         let text = "fn make() -> impl Fn() { || () }\n";
         let err = find(text, &path("a.rs: make")).unwrap_err();
         assert!(err.to_string().contains("impl Trait"), "{err}");
+    }
+
+    #[test]
+    fn a_structs_fields_are_left_to_design_with_a_marker_for_its_parameters() {
+        let text = "/// Kept.\nstruct Plain {\n    /// Gone.\n    count: u32,\n}\n\n\
+                    pub struct Generic<'a, T> {\n    items: Vec<&'a T>,\n}\n\nstruct Tuple(u32);\n";
+        let plain = StructPath::parse("a.rs: Plain").unwrap();
+        let generic = StructPath::parse("a.rs: Generic").unwrap();
+        let out = blank_structs(
+            text,
+            &[
+                (plain, "stage 2: your fields.".into()),
+                (generic, "stage 3: yours too.".into()),
+            ],
+        )
+        .unwrap();
+        assert!(
+            out.contains("/// Kept.\nstruct Plain {\n    // stage 2: your fields.\n}"),
+            "{out}"
+        );
+        assert!(!out.contains("count") && !out.contains("Gone"), "{out}");
+        assert!(
+            out.contains("    _yours: std::marker::PhantomData<(&'a (), T,)>,\n}"),
+            "{out}"
+        );
+        syn::parse_file(&out).expect("the file still parses");
+        let tuple = StructPath::parse("a.rs: Tuple").unwrap();
+        let err = find_struct(text, &tuple).unwrap_err();
+        assert!(err.to_string().contains("named fields"), "{err}");
+        assert!(find_struct(text, &StructPath::parse("a.rs: Missing").unwrap()).is_err());
     }
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::api::{link_spans, ApiIndex};
-use super::blank::FnPath;
+use super::blank::{FnPath, StructPath};
 use super::stages::{find_lesson, StageList};
 
 /// Where a lesson's contracts page is generated.
@@ -99,6 +99,23 @@ pub fn render(list: &StageList, api: &ApiIndex) -> Result<String> {
                     let _ = writeln!(bullets, "- `{name}` — {text}");
                 }
                 (None, None) => {}
+            }
+        }
+        for spec in &stage.state {
+            let path = StructPath::parse(spec)?;
+            let goal = stage.goal.get(spec).map(|g| link_spans(&one_line(g), api));
+            let _ = writeln!(
+                bullets,
+                "- `{}` — its fields are yours to choose. {}",
+                path.name,
+                goal.unwrap_or_default()
+            );
+            if let Some(steps) = stage.contract.get(spec) {
+                let _ = writeln!(
+                    bullets,
+                    "  <details class=\"steps\"><summary>Show the steps</summary>\n\n  {}\n\n  </details>",
+                    link_spans(&one_line(steps), api)
+                );
             }
         }
         if !bullets.is_empty() {

@@ -37,7 +37,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-use blank::FnPath;
+use blank::{FnPath, StructPath};
 use stages::StageList;
 
 /// Lints a starter allows beyond the workspace's, because its blank bodies
@@ -79,6 +79,13 @@ pub fn write_starter(root: &Path, list: &StageList, dir: &Path, through: usize) 
     Ok(())
 }
 
+/// What stands where the fields of a struct the learner designs were:
+/// the stage, and what the fields must make possible (the entry's goal).
+fn state_message(number: usize, stage: &stages::Stage, spec: &str) -> String {
+    let goal = stage.goal.get(spec).map_or("", String::as_str);
+    format!("stage {number}: your fields, yours to choose. What they are for: {goal}")
+}
+
 /// The starter's files: relative path and contents.
 pub fn starter_files(
     root: &Path,
@@ -92,10 +99,15 @@ pub fn starter_files(
     let mut files = Vec::new();
     // Which functions to blank, by file.
     let mut blanks: Vec<(FnPath, String)> = Vec::new();
+    // Which structs' fields to leave to the learner, by file.
+    let mut structs: Vec<(StructPath, String)> = Vec::new();
     for (i, stage) in list.stages.iter().enumerate().skip(through) {
         let message = list.todo_message(i + 1, stage);
         for spec in &stage.blank {
             blanks.push((FnPath::parse(spec)?, message.clone()));
+        }
+        for spec in &stage.state {
+            structs.push((StructPath::parse(spec)?, state_message(i + 1, stage, spec)));
         }
     }
     for sub in ["src", "tests", "examples"] {
@@ -114,7 +126,22 @@ pub fn starter_files(
                 .collect();
             let text = blank::blank_all(&text, &here)
                 .with_context(|| format!("blank {}", rel.display()))?;
+            let fields: Vec<_> = structs
+                .iter()
+                .filter(|(p, _)| in_src.as_deref() == Some(p.file.as_str()))
+                .cloned()
+                .collect();
+            let text = blank::blank_structs(&text, &fields)
+                .with_context(|| format!("leave the fields of {}", rel.display()))?;
             files.push((rel, text.into_bytes()));
+        }
+    }
+    for (path, _) in &structs {
+        if !files
+            .iter()
+            .any(|(rel, _)| rel == &Path::new("src").join(&path.file))
+        {
+            bail!("{path}: no such file in {}/src", list.lesson);
         }
     }
     for (path, _) in &blanks {
@@ -135,10 +162,7 @@ pub fn starter_files(
         std::fs::read(&lock).with_context(|| format!("read {}", lock.display()))?,
     ));
     files.push((".gitignore".into(), b"/target\n".to_vec()));
-    files.push((
-        "README.md".into(),
-        readme(&root, list, through).into_bytes(),
-    ));
+    files.push(("README.md".into(), readme(list, through).into_bytes()));
     Ok(files)
 }
 
@@ -329,30 +353,36 @@ fn inherits(item: &Item) -> bool {
 }
 
 /// The starter's README: what it is and how to work in it.
-fn readme(root: &Path, list: &StageList, through: usize) -> String {
+fn readme(list: &StageList, through: usize) -> String {
+    let tool = |args: &str| list.course_command(args);
     let mut text = format!(
         "# {} — a starter\n\n\
          This crate is lesson {}'s crawler with the bodies of its mechanism left\n\
          for you to write: each is `todo!(\"stage K: …\")`. Write the stages in order;\n\
-         each stage's tests turn from red to green. The chapter is {}: run\n\
-         `mdbook serve docs --port 4000 --open` in the course's checkout (`{}`) and open\n\
+         each stage's tests turn from red to green. The chapter is {}: serve the\n\
+         book with `{}` and open\n\
          {}; its section \"Build it yourself\" has a hint for each stage.\n\n\
          ```sh\n\
-         cargo test                  # every test: red until the last stage is written\n\
-         # from the course's checkout:\n\
-         cargo run -p starter -- check DIR        # where you are, what is next\n\
-         cargo run -p starter -- watch DIR        # the same, again each time you save\n\
-         cargo run -p starter -- solution DIR K   # the lesson's code for stage K, beside yours\n\
+         cargo test     # every test: red until the last stage is written\n\
+         # the course's tool, from this directory:\n\
+         {}          # where you are, what is next\n\
+         {}          # the same, again each time you save\n\
+         {}           # what the next stage asks of you\n\
+         {}   # the lesson's code for stage K, beside yours\n\
          ```\n\n\
          | stage | write | its tests |\n|---|---|---|\n",
         list.lesson,
         &list.chapter[6..7],
         list.title,
-        root.display(),
+        list.serve_command(),
         list.book_url("Build it yourself")
             .split('#')
             .next()
             .unwrap_or_default(),
+        tool("check ."),
+        tool("watch ."),
+        tool("hint ."),
+        tool("solution . K"),
     );
     for (i, stage) in list.stages.iter().enumerate() {
         let done = if i < through { " (written)" } else { "" };
@@ -382,6 +412,8 @@ pub fn workspace_root(root: Option<&Path>) -> Result<PathBuf> {
         }
         return Ok(root.to_path_buf());
     }
+    let is_course =
+        |dir: &Path| dir.join("docs/starters").is_dir() && dir.join("Cargo.toml").is_file();
     let here = std::env::current_dir().context("the current directory")?;
     let located = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(["locate-project", "--workspace", "--message-format", "plain"])
@@ -390,21 +422,23 @@ pub fn workspace_root(root: Option<&Path>) -> Result<PathBuf> {
     if let Ok(out) = located {
         if out.status.success() {
             let manifest = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-            if let Some(dir) = manifest.parent() {
+            if let Some(dir) = manifest.parent().filter(|dir| is_course(dir)) {
                 return Ok(dir.to_path_buf());
             }
         }
     }
-    here.ancestors()
-        .find(|dir| {
-            std::fs::read_to_string(dir.join("Cargo.toml"))
-                .is_ok_and(|text| text.lines().any(|l| l.trim() == "[workspace]"))
-        })
-        .map(Path::to_path_buf)
-        .with_context(|| {
-            format!(
-                "{} is not inside the course's checkout: run from there, or give --root DIR",
-                here.display()
-            )
-        })
+    if let Some(dir) = here.ancestors().find(|dir| is_course(dir)) {
+        return Ok(dir.to_path_buf());
+    }
+    // Anywhere else (a learner's starter, say): the checkout this tool was
+    // built from, which `cargo run --manifest-path …` and `cargo install
+    // --path …` both leave where it was.
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    match built_from.canonicalize() {
+        Ok(dir) if is_course(&dir) => Ok(dir),
+        _ => bail!(
+            "{} is not inside the course's checkout, and the checkout this tool was built from is gone: run from the checkout, or give --root DIR",
+            here.display()
+        ),
+    }
 }

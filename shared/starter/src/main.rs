@@ -168,16 +168,18 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             );
             if through < m {
                 let stage = &list.stages[through];
+                // Absolute, so that every command works from the starter too.
+                let at = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+                let at = at.display();
                 println!(
-                    "next: stage {} ({}): {}\n  read: {}\n  its tests: cd {} && {}\n  every stage in order: cargo run -p starter -- check {}\n  or, checking again each time you save: cargo run -p starter -- watch {}",
+                    "next: stage {} ({}): {}\n  read: {}\n  its tests: cd {at} && {}\n  every stage in order: {}\n  or, checking again each time you save: {}",
                     through + 1,
                     stage.name,
                     stage.write,
                     list.read_text(stage).replace("\n    ", "\n        "),
-                    dir.display(),
                     stage.cargo_command(),
-                    dir.display(),
-                    dir.display()
+                    list.course_command(&format!("check {at}")),
+                    list.course_command(&format!("watch {at}")),
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -434,28 +436,53 @@ fn hint_text(
             }
         }
     }
+    for spec in &stage.state {
+        let path = blank::StructPath::parse(spec)?;
+        let _ = writeln!(
+            out,
+            "- struct {} ({}): its fields are yours to choose; they must make possible: {}",
+            path.name,
+            path.file,
+            one_line(stage.goal.get(spec))
+        );
+        if steps {
+            if let Some(how) = stage.contract.get(spec) {
+                let _ = writeln!(out, "    the lesson's fields: {}", one_line(Some(how)));
+            }
+        }
+    }
     let _ = writeln!(
         out,
         "\nits tests check: {}\n\nhint: {}\n",
         stage.checks, stage.hint
     );
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let _ = writeln!(
         out,
         "its tests: cd {} && {}",
         dir.display(),
         stage.cargo_command()
     );
+    if std::env::var_os("CARGO_TARGET_DIR").is_some() {
+        // A target directory shared with another copy of the same lesson
+        // can hand `cargo test` that copy's test binaries.
+        let _ = writeln!(
+            out,
+            "  (CARGO_TARGET_DIR is set: a target directory shared with another copy of this lesson can run that copy's tests; put `CARGO_TARGET_DIR=target` in front of the command above, or use `starter check`, which builds your copy)"
+        );
+    }
+    let at = dir.display().to_string();
     if !steps {
         let _ = writeln!(
             out,
-            "how each function goes about it: cargo run -p starter -- hint {} {number} --steps",
-            dir.display()
+            "how each function goes about it: {}",
+            list.course_command(&format!("hint {at} {number} --steps"))
         );
     }
     let _ = writeln!(
         out,
-        "the lesson's code for this stage: cargo run -p starter -- solution {} {number}",
-        dir.display()
+        "the lesson's code for this stage: {}",
+        list.course_command(&format!("solution {at} {number}"))
     );
     Ok(out)
 }
@@ -715,10 +742,15 @@ fn verify(
         "   every stage written: {} of {m} stages pass",
         whole.passing()
     );
+    // The messages name the checkout (their commands run from anywhere):
+    // the page shows where a learner's checkout might be, so that it is the
+    // same wherever the course is checked out.
+    let portable =
+        |text: String| text.replace(&list.root.display().to_string(), "~/crawler-course");
     let page = starter_page(
         list,
-        &transcript(list, &fresh),
-        &transcript(list, &lesson_checked),
+        &portable(transcript(list, &fresh)),
+        &portable(transcript(list, &lesson_checked)),
     );
     let path = page_path(root, list);
     if write_pages && lesson_checked.passing() < m {

@@ -13,7 +13,11 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 /// The most stages a lesson may have: each one a sitting's work.
-pub const MAX_STAGES: usize = 10;
+pub const MAX_STAGES: usize = 12;
+
+/// The most functions one stage hands over: what a learner can hold in
+/// mind while writing them against one set of tests.
+pub const MAX_FUNCTIONS: usize = 15;
 
 /// The four lessons, in order: crate name, chapter file, binary name.
 pub const LESSONS: [(&str, &str, &str); 4] = [
@@ -39,6 +43,10 @@ pub struct StageList {
     /// `# ` heading, up to a colon.
     #[serde(skip)]
     pub title: String,
+    /// The course's checkout, absolute: the commands a learner is told to
+    /// run name it, so that they work from the starter's directory too.
+    #[serde(skip)]
+    pub root: PathBuf,
 }
 
 /// Where the book is served by `mdbook serve docs --port 4000`: not
@@ -75,6 +83,15 @@ pub struct Stage {
     /// The functions to blank: `FILE: NAME`, `FILE: TYPE::NAME` or
     /// `FILE: TRAIT for TYPE::NAME`, FILE relative to `src/`.
     pub blank: Vec<String>,
+    /// Structs whose fields the learner designs in this stage: `FILE:
+    /// NAME`. The starter leaves each with a comment where its fields go
+    /// (saying what they must make possible: the entry's goal); every
+    /// function that touches them is blanked in this stage or reaches them
+    /// through methods, and the stage's tests use only the public API. The
+    /// entry's goal and contract (the lesson's fields, as steps) are keyed
+    /// like a function's.
+    #[serde(default)]
+    pub state: Vec<String>,
     /// How each blanked function does it, keyed by its `blank` entry: its
     /// steps, one to three sentences of Markdown (the order of calls, the
     /// locks and flags, each branch, its errors, the log lines and counts
@@ -146,10 +163,14 @@ impl Stage {
         self.sections.first().map_or("", String::as_str)
     }
 
-    /// The stage's blanked functions that have no contract yet.
+    /// Every entry the stage hands over: its functions, then its structs.
+    pub fn entries(&self) -> impl Iterator<Item = &String> {
+        self.blank.iter().chain(&self.state)
+    }
+
+    /// The stage's blanked functions (and structs) that have no contract yet.
     pub fn without_contract(&self) -> Vec<&str> {
-        self.blank
-            .iter()
+        self.entries()
             .filter(|b| !self.contract.contains_key(b.as_str()))
             .map(String::as_str)
             .collect()
@@ -157,8 +178,7 @@ impl Stage {
 
     /// The stage's blanked functions that have no goal yet.
     pub fn without_goal(&self) -> Vec<&str> {
-        self.blank
-            .iter()
+        self.entries()
             .filter(|b| !self.goal.contains_key(b.as_str()))
             .map(String::as_str)
             .collect()
@@ -248,6 +268,7 @@ impl StageList {
             );
         }
         list.chapter = chapter.to_string();
+        list.root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let chapter_path = root.join("docs/src").join(chapter);
         let chapter_text = std::fs::read_to_string(&chapter_path)
             .with_context(|| format!("read {}", chapter_path.display()))?;
@@ -274,7 +295,7 @@ impl StageList {
         self.stages.iter().any(|s| !s.goal.is_empty())
     }
 
-    /// Sound enough to use: 3-10 stages, distinct names, sections that are
+    /// Sound enough to use: 3-12 stages of at most 15 functions, distinct names, sections that are
     /// headings of the chapter, blanks that parse, contracts of blanks.
     fn validate(&self, root: &Path) -> Result<()> {
         if !(3..=MAX_STAGES).contains(&self.stages.len()) {
@@ -282,6 +303,16 @@ impl StageList {
                 "{} stages: a lesson has 3 to {MAX_STAGES}",
                 self.stages.len()
             );
+        }
+        for (i, stage) in self.stages.iter().enumerate() {
+            if stage.blank.len() > MAX_FUNCTIONS {
+                bail!(
+                    "stage {} ({}) hands over {} functions: at most {MAX_FUNCTIONS} a stage (split it)",
+                    i + 1,
+                    stage.name,
+                    stage.blank.len()
+                );
+            }
         }
         let chapter_path = root.join("docs/src").join(&self.chapter);
         let chapter = std::fs::read_to_string(&chapter_path)
@@ -357,7 +388,7 @@ impl StageList {
                 }
             }
             for key in stage.contract.keys() {
-                if !stage.blank.contains(key) {
+                if !stage.entries().any(|e| e == key) {
                     bail!(
                         "stage {} ({}): [stage.contract] {key:?} is not a `blank` entry of the stage (a contract is keyed by its function's entry, word for word)",
                         i + 1,
@@ -385,7 +416,7 @@ impl StageList {
                 }
             }
             for (key, text) in &stage.goal {
-                if !stage.blank.contains(key) {
+                if !stage.entries().any(|e| e == key) {
                     bail!(
                         "stage {} ({}): [stage.goal] {key:?} is not a `blank` entry of the stage (a goal is keyed by its function's entry, word for word)",
                         i + 1,
@@ -437,7 +468,7 @@ impl StageList {
     /// Where to read about `stage`, as a learner opens the book: the
     /// chapter, each of the stage's sections, and their addresses.
     pub fn read_text(&self, stage: &Stage) -> String {
-        let serve = "run `mdbook serve docs --port 4000 --open` in the course's checkout and open";
+        let serve = format!("serve the book with `{}` and open", self.serve_command());
         match stage.sections.as_slice() {
             [one] => format!(
                 "{}, section \"{}\": {serve} {}",
@@ -460,22 +491,40 @@ impl StageList {
         }
     }
 
-    /// What the `todo!` of a blank in `stage` (1-based `number`) says: what
-    /// to write, and the section that teaches it, as the book shows it.
+    /// What the `todo!` of a blank in `stage` (1-based `number`) says: the
+    /// chapter and section that teach it, by title, then their address,
+    /// then what to write, and the commands that show the stage and serve
+    /// the book, which work from the starter's directory.
     pub fn todo_message(&self, number: usize, stage: &Stage) -> String {
         let more = match stage.sections.len() {
             0 | 1 => String::new(),
-            n => format!(
-                " (and {} more: `cargo run -p starter -- check` lists them)",
-                n - 1
-            ),
+            n => format!(" and {} more that the hint lists", n - 1),
         };
         format!(
-            "stage {number}: {} — read {}, section \"{}\"{more}: {} (`mdbook serve docs --port 4000 --open` in the course's checkout)",
-            stage.write,
+            "stage {number}: read {}, section \"{}\"{more} ({}), then write {}. What this stage asks: `{}`; the book: `{}`",
             self.title,
             plain(stage.section()),
-            self.book_url(stage.section())
+            self.book_url(stage.section()),
+            stage.write.trim_end_matches('.'),
+            self.course_command("hint ."),
+            self.serve_command()
+        )
+    }
+
+    /// `starter ARGS` as a command that runs from any directory: through
+    /// the checkout's manifest.
+    pub fn course_command(&self, args: &str) -> String {
+        format!(
+            "cargo run -q --manifest-path {} -p starter -- {args}",
+            self.root.join("Cargo.toml").display()
+        )
+    }
+
+    /// The command that serves the book, from any directory.
+    pub fn serve_command(&self) -> String {
+        format!(
+            "mdbook serve {} --port 4000 --open",
+            self.root.join("docs").display()
         )
     }
 }
@@ -552,6 +601,7 @@ mod tests {
             tests: tests.iter().map(|t| t.to_string()).collect(),
             skip: skip.iter().map(|t| t.to_string()).collect(),
             blank: Vec::new(),
+            state: Vec::new(),
             contract: BTreeMap::new(),
             goal: BTreeMap::new(),
             mistakes: Vec::new(),
@@ -580,21 +630,26 @@ mod tests {
             stages: Vec::new(),
             chapter: "lesson3.md".into(),
             title: "Lesson 3".into(),
+            root: PathBuf::from("/course"),
         };
         let mut s = stage(&["task"], &[]);
         s.sections = vec!["`Task`: what drives a coroutine".into()];
-        s.write = "the task".into();
+        s.write = "the task.".into();
         assert_eq!(
             list.read_text(&s),
-            "Lesson 3, section \"Task: what drives a coroutine\": run `mdbook serve docs --port 4000 --open` \
-             in the course's checkout and open \
+            "Lesson 3, section \"Task: what drives a coroutine\": serve the book with \
+             `mdbook serve /course/docs --port 4000 --open` and open \
              http://localhost:4000/lesson3.html?mode=build#task-what-drives-a-coroutine"
         );
+        // The chapter and section first, then the address, then what to
+        // write; the commands name the checkout, so they work anywhere.
         assert_eq!(
             list.todo_message(3, &s),
-            "stage 3: the task — read Lesson 3, section \"Task: what drives a coroutine\": \
-             http://localhost:4000/lesson3.html?mode=build#task-what-drives-a-coroutine \
-             (`mdbook serve docs --port 4000 --open` in the course's checkout)"
+            "stage 3: read Lesson 3, section \"Task: what drives a coroutine\" \
+             (http://localhost:4000/lesson3.html?mode=build#task-what-drives-a-coroutine), \
+             then write the task. What this stage asks: \
+             `cargo run -q --manifest-path /course/Cargo.toml -p starter -- hint .`; \
+             the book: `mdbook serve /course/docs --port 4000 --open`"
         );
         s.sections.push("The loop".into());
         s.sections.push("Ends".into());
@@ -606,7 +661,9 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("\n    http://localhost:4000/lesson3.html?mode=build#the-loop\n    http://localhost:4000/lesson3.html?mode=build#ends"), "{text}");
-        assert!(list.todo_message(3, &s).contains("(and 2 more: "));
+        assert!(list
+            .todo_message(3, &s)
+            .contains("\" and 2 more that the hint lists ("));
     }
 
     #[test]

@@ -77,19 +77,47 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     // Where to read, as the book is opened: the chapter, the section, its address.
     assert!(
         said.contains("read: Lesson 3, section")
-            && said.contains("mdbook serve docs --port 4000 --open")
+            && said.contains(&format!(
+                "mdbook serve {}/docs --port 4000 --open",
+                root.display()
+            ))
             && said.contains("http://localhost:4000/lesson3.html?mode=build#"),
         "{said}"
     );
-    assert!(said.contains("starter -- watch"), "{said}");
+    // The commands name the checkout's manifest: they work from anywhere,
+    // the starter's own directory included.
+    let tool = format!(
+        "cargo run -q --manifest-path {}/Cargo.toml -p starter --",
+        root.display()
+    );
+    assert!(
+        said.contains(&format!(
+            "{tool} watch {}",
+            dir.canonicalize().unwrap().display()
+        )),
+        "{said}"
+    );
 
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("\n[workspace]"), "{manifest}");
     assert!(manifest.contains(&format!("course = {:?}", root.display().to_string())));
     assert!(manifest.contains("written-through-stage = 0"));
+    // The structs the learner designs keep their name and lose their fields.
+    let future = std::fs::read_to_string(dir.join("src/future.rs")).unwrap();
+    let core = &future[future
+        .find("struct Core<T> {")
+        .expect("Core is still there")..];
+    let core = &core[..core.find("\n}").expect("Core's closing brace")];
+    assert!(
+        core.contains("// stage 2: your fields, yours to choose. What they are for:")
+            && core.contains("_yours: std::marker::PhantomData<(T,)>")
+            && !core.contains("callbacks:"),
+        "{core}"
+    );
     let generator = std::fs::read_to_string(dir.join("src/generator.rs")).unwrap();
     assert!(
-        generator.contains("todo!(\"stage 1: generators by hand"),
+        generator.contains("todo!(\"stage 1: read Lesson 3, section \\\"")
+            && generator.contains("then write generators by hand"),
         "{generator}"
     );
     assert!(
@@ -219,7 +247,11 @@ fn one_binary_serves_the_checkout_it_is_run_in() {
         "{manifest}"
     );
     let fetch = std::fs::read_to_string(from_other.join("src/fetch.rs")).unwrap();
-    assert!(fetch.contains("stage 1: (the second checkout)"), "{fetch}");
+    assert!(
+        fetch.contains("stage 1: read Lesson 1, section")
+            && fetch.contains("then write (the second checkout)"),
+        "{fetch}"
+    );
 
     let from_this = scratch.path().join("from-this");
     let out = starter(&checkout(), &["new", "1", from_this.to_str().unwrap()]);

@@ -67,11 +67,27 @@ impl Blanked {
             .iter()
             .flat_map(|s| s.blank.iter().map(String::as_str))
             .collect();
-        Blanked::from_specs(
-            &list.crate_dir(&root).join("src"),
-            &format!("docs/starters/{bin}.toml"),
-            &specs,
-        )
+        let src = list.crate_dir(&root).join("src");
+        let stage_file = format!("docs/starters/{bin}.toml");
+        let mut blanked = Blanked::from_specs(&src, &stage_file, &specs)?;
+        // The fields of the structs a learner designs give the design away
+        // as surely as a body does.
+        for spec in list.stages.iter().flat_map(|s| &s.state) {
+            let path = blank::StructPath::parse(spec)?;
+            let file = src.join(&path.file);
+            let text = fs::read_to_string(&file)
+                .with_context(|| format!("{stage_file}: {spec}: read {}", file.display()))?;
+            let found = blank::find_struct(&text, &path)
+                .with_context(|| format!("{stage_file}: {spec}"))?;
+            let lines = blanked.lines.entry(normalize(&file)).or_default();
+            for (line, body) in body_lines(&text, found.body.start + 1..found.body.end - 1) {
+                lines.entry(line).or_insert(BodyLine {
+                    function: spec.clone(),
+                    text: body,
+                });
+            }
+        }
+        Ok(blanked)
     }
 
     /// The blanked lines of the functions `specs` names (`FILE: PATH`, FILE
