@@ -165,6 +165,38 @@ fn a_connection_closed_mid_body_is_a_reset() {
     );
 }
 
+/// A server that sends a whole response, its length given, and leaves the
+/// connection open: the fetch ends when the body is complete, not when the
+/// server closes (many servers keep a connection open after an HTTP/1.0
+/// response).
+#[test]
+fn a_response_complete_by_its_content_length_ends_the_fetch() {
+    let (url, _keep) = serve_once(|mut sock, hold| {
+        let mut request = [0u8; 1024];
+        let _ = sock.read(&mut request);
+        let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\n<p>hi</p>");
+        // Hold the connection open, silent, until the test ends.
+        let _ = hold.recv();
+    });
+    let started = Instant::now();
+    let result = get_with(&url, Duration::from_secs(3));
+    let took = started.elapsed();
+    let response = result.unwrap_or_else(|err| {
+        panic!(
+            "a response whose 9 body bytes (`Content-Length: 9`) all came, on a connection \
+             the server left open, ended as {err} after {took:?}: the fetch read on past the \
+             end of the body. `receive` must return the response as soon as the parser has \
+             it whole (`feed` gives `Some(response)`), not wait for the server to close"
+        )
+    });
+    assert_eq!(response.body, b"<p>hi</p>", "the body: its 9 bytes");
+    assert!(
+        took < Duration::from_secs(2),
+        "a response complete by its `Content-Length` took {took:?}: `receive` must return \
+         it as soon as the parser has it whole, not wait for the server to close"
+    );
+}
+
 #[test]
 fn the_request_is_http_1_0_for_the_path() {
     let (seen, request) = mpsc::channel();

@@ -141,3 +141,49 @@ fn a_panic_while_fetching_robots_txt_ends_the_crawl_with_its_error() {
         "the crawl's error must carry the panic's message; it was: {err}"
     );
 }
+
+/// A thread asleep until its host's slot (`--delay`) holds no lock: another
+/// thread, for another host, goes on meanwhile (here: fetches that host's
+/// robots.txt at once).
+#[test]
+fn a_thread_asleep_until_its_slot_does_not_hold_up_another_host() {
+    let mut config = config();
+    config.delay = Duration::from_millis(1500);
+    let turns = Arc::new(Turns::new(&config));
+    let (robots_in, robots_fetched) = std::sync::mpsc::channel();
+    let sleeper = {
+        let turns = Arc::clone(&turns);
+        thread::spawn(move || {
+            turns.wait(&url("/a"), |_| {
+                let _ = robots_in.send(());
+                robots(404, "")
+            })
+        })
+    };
+    robots_fetched
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the first thread's robots.txt fetch for site.test");
+    // The first thread now sleeps until its page's slot, 1.5 s after its
+    // robots.txt.
+    thread::sleep(Duration::from_millis(100));
+    let asked = Instant::now();
+    let started_after = std::sync::Mutex::new(None);
+    let other = Url::parse("http://other.test/b").unwrap();
+    let turn = turns.wait(&other, |_| {
+        *started_after.lock().unwrap() = Some(asked.elapsed());
+        robots(404, "")
+    });
+    assert!(matches!(turn, Turn::Fetch), "{turn:?}");
+    let started_after = started_after
+        .into_inner()
+        .unwrap()
+        .expect("other.test's robots.txt was fetched");
+    assert!(
+        started_after < Duration::from_millis(700),
+        "another host's robots.txt fetch started {started_after:?} after its thread asked, \
+         while a thread slept until site.test's slot (1.5 s away): that thread slept holding \
+         the lock. Drop the guard before `sleep_until`; holding it while asleep stops every \
+         other thread"
+    );
+    assert!(matches!(sleeper.join().unwrap(), Turn::Fetch));
+}

@@ -95,17 +95,24 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
     let q = Arc::new(Queue::new());
     let finished = Arc::new(AtomicBool::new(false));
     q.put("page").unwrap();
+    let (took, taken) = mpsc::channel();
     let worker = {
         let (q, finished) = (Arc::clone(&q), Arc::clone(&finished));
         thread::spawn(move || {
             let _item = q.get().unwrap();
+            let _ = took.send(());
             // The queue is empty now, but the task is not done: a
             // `join` that returned here would be the bug this tests.
-            thread::sleep(std::time::Duration::from_millis(50));
+            thread::sleep(std::time::Duration::from_millis(200));
             finished.store(true, Ordering::SeqCst);
             q.task_done();
         })
     };
+    // `join` starts once the item is taken: the queue is empty, the task
+    // is not done.
+    taken
+        .recv_timeout(JOIN_LIMIT)
+        .expect("the worker's `get` of the one item put");
     join_within(
         &q,
         "the worker took the one item (`get`) and marked it done (`task_done`), which must \
@@ -114,7 +121,8 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
     assert!(
         finished.load(Ordering::SeqCst),
         "`join` returned while the worker still held its item: it must wait for \
-         `task_done`, not for an empty queue"
+         `task_done`, not for an empty queue (sleep while `unfinished_tasks > 0`, not while \
+         `items` is non-empty)"
     );
     worker.join().unwrap();
 }
@@ -327,14 +335,32 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
     const PER_PRODUCER: usize = 2_000;
     const CONSUMERS: usize = 6;
     let q = Arc::new(Queue::new());
+    // Set just before `shutdown`: a `None` from `get` before that is a `get`
+    // that woke to an empty queue and did not go back to sleep.
+    let shut_down = Arc::new(AtomicBool::new(false));
+    let early_nones = Arc::new(AtomicUsize::new(0));
     let consumers: Vec<_> = (0..CONSUMERS)
         .map(|_| {
-            let q = Arc::clone(&q);
+            let (q, shut_down, early_nones) = (
+                Arc::clone(&q),
+                Arc::clone(&shut_down),
+                Arc::clone(&early_nones),
+            );
             thread::spawn(move || {
                 let mut got = Vec::new();
-                while let Some(item) = q.get() {
-                    got.push(item);
-                    q.task_done();
+                loop {
+                    match q.get() {
+                        Some(item) => {
+                            got.push(item);
+                            q.task_done();
+                        }
+                        // Counted, and the consumer goes on, so that the
+                        // items left are still taken and `join` returns.
+                        None if !shut_down.load(Ordering::SeqCst) => {
+                            early_nones.fetch_add(1, Ordering::SeqCst);
+                        }
+                        None => break,
+                    }
                 }
                 got
             })
@@ -358,6 +384,7 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
         "every item put must reach a consumer (a `get` sleeping on `not_empty` is woken by \
          each `put`) and be marked done by `task_done`",
     );
+    shut_down.store(true, Ordering::SeqCst);
     q.shutdown(false);
     let mut seen = HashSet::new();
     for consumer in consumers {
@@ -365,6 +392,13 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
             assert!(seen.insert(item), "item {item} came out twice");
         }
     }
+    let early_nones = early_nones.load(Ordering::SeqCst);
+    assert_eq!(
+        early_nones, 0,
+        "a `get` returned `None` {early_nones} times on a queue not shut down: it woke to an \
+         empty queue (another thread took the item first, or the wakeup was spurious) and \
+         gave up. Wait on `not_empty` in a `while` loop that re-checks the queue, not an `if`"
+    );
     assert_eq!(
         seen.len(),
         PRODUCERS * PER_PRODUCER,
@@ -376,6 +410,70 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
         0,
         "unfinished tasks once `join` returned: every item was taken and marked done"
     );
+}
+
+/// Threads asleep in `get` are woken by each `put`, while other threads,
+/// awake, take items too: a woken `get` often finds the item gone, and must
+/// go back to sleep rather than return `None` (the queue is not shut down).
+/// Rounds of it, since the race need not come in one.
+#[test]
+fn a_get_woken_to_an_empty_queue_sleeps_again() {
+    const ROUNDS: usize = 8;
+    const CONSUMERS: usize = 8;
+    const ITEMS: usize = 4_000;
+    for round in 0..ROUNDS {
+        let q = Arc::new(Queue::new());
+        let shut_down = Arc::new(AtomicBool::new(false));
+        let early_nones = Arc::new(AtomicUsize::new(0));
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| {
+                let (q, shut_down, early_nones) = (
+                    Arc::clone(&q),
+                    Arc::clone(&shut_down),
+                    Arc::clone(&early_nones),
+                );
+                thread::spawn(move || loop {
+                    match q.get() {
+                        Some(()) => q.task_done(),
+                        None if !shut_down.load(Ordering::SeqCst) => {
+                            early_nones.fetch_add(1, Ordering::SeqCst);
+                        }
+                        None => break,
+                    }
+                })
+            })
+            .collect();
+        let producers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = Arc::clone(&q);
+                thread::spawn(move || {
+                    for _ in 0..ITEMS / 2 {
+                        q.put(()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for producer in producers {
+            producer.join().unwrap();
+        }
+        join_within(
+            &q,
+            "every item put must reach a consumer and be marked done by `task_done`",
+        );
+        shut_down.store(true, Ordering::SeqCst);
+        q.shutdown(false);
+        for consumer in consumers {
+            ended_within(consumer);
+        }
+        let early_nones = early_nones.load(Ordering::SeqCst);
+        assert_eq!(
+            early_nones, 0,
+            "round {round}: a `get` returned `None` {early_nones} times on a queue not shut \
+             down: it woke to an empty queue (another thread took the item first, or the \
+             wakeup was spurious) and gave up. Wait on `not_empty` in a `while` loop that \
+             re-checks the queue, not an `if`"
+        );
+    }
 }
 
 /// Workers that put new items before marking their own done, as the
