@@ -190,6 +190,163 @@ fn is_pub(vis: &Visibility) -> bool {
     matches!(vis, Visibility::Public(_))
 }
 
+/// The items of `shared` that the bodies of `specs` (a stage's blanked
+/// functions, `FILE: PATH` under `src`) call or name, as `(name, page)`:
+/// what the learner will reach for, one click from its documentation.
+/// A name is taken as the body writes it (`ResponseParser::with_limits`,
+/// `trace::phase`, `FailKind::Timeout`), or, for a name the file imports
+/// from `shared` (`use shared::http::get_request`), as its import gives it.
+/// Method calls on a value (`parser.feed(..)`) name no type and are left
+/// out.
+pub fn shared_calls(src: &Path, specs: &[String], index: &ApiIndex) -> Result<Vec<(String, String)>> {
+    let mut found: BTreeMap<String, String> = BTreeMap::new();
+    let mut texts: BTreeMap<String, (String, BTreeMap<String, String>)> = BTreeMap::new();
+    for spec in specs {
+        let path = crate::blank::FnPath::parse(spec)?;
+        if !texts.contains_key(&path.file) {
+            let file = src.join(&path.file);
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("read {}", file.display()))?;
+            let imports = shared_imports(&text);
+            texts.insert(path.file.clone(), (text, imports));
+        }
+        let (text, imports) = &texts[&path.file];
+        let body = crate::blank::find(text, &path)?.body;
+        for name in paths_in(&text[body]) {
+            let first = name.split("::").next().unwrap_or_default();
+            let full = match imports.get(first) {
+                Some(module) => format!("{module}{}", &name[first.len()..]),
+                None => name.clone(),
+            };
+            // The name as it is written, or through its import; a method
+            // rustdoc gives no anchor of its own (a derived `default`) is
+            // its type's.
+            let candidates = [name.clone(), full.clone()]
+                .into_iter()
+                .flat_map(|n| {
+                    let ty = n
+                        .rsplit_once("::")
+                        .map(|(ty, _)| ty.to_string())
+                        .filter(|ty| ty.rsplit("::").next().is_some_and(|t| t.starts_with(char::is_uppercase)));
+                    std::iter::once(n).chain(ty)
+                });
+            for candidate in candidates {
+                if let Some(page) = index.page(&candidate) {
+                    found.entry(candidate).or_insert_with(|| page.to_string());
+                    break;
+                }
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// The names `use shared::…` brings into a file, each with the path it
+/// stands for below `shared` (`get_request` → `http::get_request`).
+fn shared_imports(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(file) = syn::parse_file(text) else {
+        return out;
+    };
+    for item in &file.items {
+        if let Item::Use(u) = item {
+            if let syn::UseTree::Path(p) = &u.tree {
+                if p.ident == "shared" {
+                    walk_use(&p.tree, "", &mut out);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn walk_use(tree: &syn::UseTree, prefix: &str, out: &mut BTreeMap<String, String>) {
+    let join = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}::{name}")
+        }
+    };
+    match tree {
+        syn::UseTree::Path(p) => walk_use(&p.tree, &join(&p.ident.to_string()), out),
+        syn::UseTree::Name(n) => {
+            let name = n.ident.to_string();
+            if name == "self" {
+                if let Some(last) = prefix.rsplit("::").next() {
+                    out.insert(last.to_string(), prefix.to_string());
+                }
+            } else {
+                out.insert(name.clone(), join(&name));
+            }
+        }
+        syn::UseTree::Rename(r) => {
+            out.insert(r.rename.to_string(), join(&r.ident.to_string()));
+        }
+        syn::UseTree::Group(g) => {
+            for tree in &g.items {
+                walk_use(tree, prefix, out);
+            }
+        }
+        syn::UseTree::Glob(_) => {}
+    }
+}
+
+/// Every path a body writes (`a`, `A::b`, `m::f`), in order, without the
+/// ones that follow a `.` (a method call on a value) and without those in
+/// comments or strings.
+fn paths_in(body: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(tokens) = body.parse::<proc_macro2::TokenStream>() else {
+        return out;
+    };
+    collect_paths(tokens, &mut out);
+    out
+}
+
+fn collect_paths(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
+    use proc_macro2::{Spacing, TokenTree};
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            TokenTree::Group(g) => {
+                collect_paths(g.stream(), out);
+                i += 1;
+            }
+            TokenTree::Ident(id) => {
+                let after_dot = i > 0
+                    && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
+                let mut path = id.to_string();
+                let mut j = i + 1;
+                // `::` is two joint colons, then the next segment.
+                while j + 2 < tokens.len() + 1 {
+                    match (&tokens.get(j), &tokens.get(j + 1), &tokens.get(j + 2)) {
+                        (
+                            Some(TokenTree::Punct(a)),
+                            Some(TokenTree::Punct(b)),
+                            Some(TokenTree::Ident(next)),
+                        ) if a.as_char() == ':'
+                            && a.spacing() == Spacing::Joint
+                            && b.as_char() == ':' =>
+                        {
+                            path.push_str("::");
+                            path.push_str(&next.to_string());
+                            j += 3;
+                        }
+                        _ => break,
+                    }
+                }
+                if !after_dot {
+                    out.push(path);
+                }
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
 /// `text` (Markdown) with each code span that names an item of `index`
 /// made a link to its page. Spans already inside a link are left alone.
 pub fn link_spans(text: &str, index: &ApiIndex) -> String {
@@ -265,6 +422,26 @@ mod tests {
                 &index
             ),
             "hands it to `robots_answer`, then [`Politeness::gate`](api/shared/polite/struct.Politeness.html#method.gate) and `x + 1`"
+        );
+    }
+
+    #[test]
+    fn a_stages_bodies_name_what_they_call_of_shared() {
+        let index = index();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("f.rs"),
+            "use shared::http::{get_request, Limits};\nuse shared::trace::{self, Phase};\n\
+             fn go(p: P) {\n    let r = get_request(u, v, w);\n    trace::phase(Phase::Send);\n    \
+             p.feed(Limits::default());\n    // ResponseParser::finish in a comment\n}\n",
+        )
+        .unwrap();
+        let calls = shared_calls(dir.path(), &["f.rs: go".to_string()], &index).unwrap();
+        let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Limits", "Phase::Send", "http::get_request", "trace::phase"],
+            "{calls:?}"
         );
     }
 }

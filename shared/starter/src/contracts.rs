@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::api::{link_spans, ApiIndex};
+use super::api::{link_spans, shared_calls, ApiIndex};
 use super::blank::{FnPath, StructPath};
 use super::stages::{find_lesson, StageList};
 
@@ -120,6 +120,17 @@ pub fn render(list: &StageList, api: &ApiIndex) -> Result<String> {
         }
         if !bullets.is_empty() {
             let _ = writeln!(out, "{bullets}");
+        }
+        // What these functions reach for in `shared`, each one click from
+        // its documentation (the starter's `use` lines name them too).
+        let src = list.crate_dir(&list.root).join("src");
+        let calls = shared_calls(&src, &stage.blank, api)?;
+        if !calls.is_empty() {
+            let links: Vec<String> = calls
+                .iter()
+                .map(|(name, page)| format!("[`{name}`]({page})"))
+                .collect();
+            let _ = writeln!(out, "From `shared`, they use: {}.\n", links.join(", "));
         }
         let _ = writeln!(out, "Its tests check: {}\n", stage.checks);
         if !stage.mistakes.is_empty() {
