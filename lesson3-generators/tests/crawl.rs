@@ -143,6 +143,34 @@ fn an_error_line_tells_where_the_fetch_failed() {
     );
 }
 
+/// Each page of a chain links the next: when a page ends, its link is the
+/// only URL left to do. The page must leave `urls_todo` only after its
+/// links are in it, or `urls_todo` is empty for a moment and the loop stops.
+#[test]
+fn a_chain_of_pages_is_crawled_to_its_end() {
+    let server = TestServer::start(
+        Site::new()
+            .page("/", r#"<a href="/a">a</a>"#)
+            .page("/a", r#"<a href="/b">b</a>"#)
+            .page("/b", "the end"),
+    );
+    let report = match lesson3_generators::crawl(&config(Lesson::Three, server.url("/"))) {
+        Ok(report) => report,
+        Err(err) => panic!(
+            "a crawl of a chain of pages (/ links /a, /a links /b) failed: {err:#}. If URLs \
+             were left to do, a page was finished before its links were queued: `fetched` \
+             must queue the page's links (`add_urls`) before it finishes the page \
+             (`finished`, which stops the loop as soon as `urls_todo` is empty)"
+        ),
+    };
+    assert_eq!(
+        report.urls().len(),
+        3,
+        "URLs reported for a chain of three pages: all three ({:?})",
+        report.urls()
+    );
+}
+
 /// How many links the page crawled in a child process has.
 const MANY_LINKS: usize = 1500;
 /// The child's open-file limit: far fewer descriptors than links.

@@ -105,6 +105,12 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
 fn response(which: Which, fetched: Fetched) -> Response {
     match fetched {
         Fetched::Done(Ok(response)) => response,
+        Fetched::Done(Err(err)) if err.kind == FailKind::Timeout => panic!(
+            "{which:?}: expected a response, got a timeout ({}): the server answered, \
+             but the fetch was left waiting until its deadline. {}",
+            err.message,
+            which.stuck()
+        ),
         other => panic!("{which:?}: expected a response, got {other:?}"),
     }
 }

@@ -134,7 +134,9 @@ fn gen_fn_replays_the_tutorial_transcript() {
     assert_eq!(
         gen.resume(Some("again")),
         Err(Finished),
-        "send after the end"
+        "send after the end: a generator that has returned answers Err(Finished) and \
+         prints nothing; it must not run its last step again (the step that returns \
+         must leave the frame Returned)"
     );
     assert_eq!(gen.resume(None), Err(Finished), "send after the end, again");
     assert_eq!(out.lines().len(), 2, "lines printed: none after the end");

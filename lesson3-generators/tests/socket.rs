@@ -179,7 +179,12 @@ fn read_takes_bytes_that_arrived_before_it_was_called() {
 
 #[test]
 fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
-    within(10, NEVER_READY, || {
+    let stuck = format!(
+        "`read` never returned the empty chunk of the peer's close: a read of 0 bytes \
+         (`Ok(0)`) is the end of the stream, not `WouldBlock`; `read` must return it at \
+         once, not wait for a readiness that will not come again. Or else: {NEVER_READY}"
+    );
+    within(10, &stuck, || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = thread::spawn(move || {
@@ -357,7 +362,14 @@ fn read_all_reports_a_reset_with_the_reports_kind_and_wording() {
 #[test]
 fn connect_any_skips_a_refused_address_for_the_next() {
     // As when `localhost` gives `::1` first and nothing listens there.
-    within(10, NEVER_READY, || {
+    let stuck = format!(
+        "a connect to a refused address never ended: a failed connect makes the socket \
+         writable once, and writable means the connect is over, not that it succeeded. \
+         `is_connected` must read the socket's pending error (`take_error`) first, or the \
+         refused connect looks like one still under way and is waited on for ever. Or \
+         else: {NEVER_READY}"
+    );
+    within(10, &stuck, || {
         let closed = refused_addr();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let open = listener.local_addr().unwrap();
