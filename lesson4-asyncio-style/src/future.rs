@@ -162,7 +162,7 @@ impl<T: 'static> Future<T> {
             match callback {
                 Callback::Done(callback) => {
                     let future = self.clone();
-                    self.inner.event_loop.call_soon(move || callback(future));
+                    self.get_loop().call_soon(move || callback(future));
                 }
                 Callback::Wake(waker) => waker.wake(),
             }
@@ -183,7 +183,7 @@ impl<T: 'static> Future<T> {
         } else {
             drop(core);
             let future = self.clone();
-            self.inner.event_loop.call_soon(move || callback(future));
+            self.get_loop().call_soon(move || callback(future));
         }
     }
 
