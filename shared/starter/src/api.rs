@@ -198,7 +198,11 @@ fn is_pub(vis: &Visibility) -> bool {
 /// from `shared` (`use shared::http::get_request`), as its import gives it.
 /// Method calls on a value (`parser.feed(..)`) name no type and are left
 /// out.
-pub fn shared_calls(src: &Path, specs: &[String], index: &ApiIndex) -> Result<Vec<(String, String)>> {
+pub fn shared_calls(
+    src: &Path,
+    specs: &[String],
+    index: &ApiIndex,
+) -> Result<Vec<(String, String)>> {
     let mut found: BTreeMap<String, String> = BTreeMap::new();
     let mut texts: BTreeMap<String, (String, BTreeMap<String, String>)> = BTreeMap::new();
     for spec in specs {
@@ -221,15 +225,17 @@ pub fn shared_calls(src: &Path, specs: &[String], index: &ApiIndex) -> Result<Ve
             // The name as it is written, or through its import; a method
             // rustdoc gives no anchor of its own (a derived `default`) is
             // its type's.
-            let candidates = [name.clone(), full.clone()]
-                .into_iter()
-                .flat_map(|n| {
-                    let ty = n
-                        .rsplit_once("::")
-                        .map(|(ty, _)| ty.to_string())
-                        .filter(|ty| ty.rsplit("::").next().is_some_and(|t| t.starts_with(char::is_uppercase)));
-                    std::iter::once(n).chain(ty)
-                });
+            let candidates = [name.clone(), full.clone()].into_iter().flat_map(|n| {
+                let ty = n
+                    .rsplit_once("::")
+                    .map(|(ty, _)| ty.to_string())
+                    .filter(|ty| {
+                        ty.rsplit("::")
+                            .next()
+                            .is_some_and(|t| t.starts_with(char::is_uppercase))
+                    });
+                std::iter::once(n).chain(ty)
+            });
             for candidate in candidates {
                 if let Some(page) = index.page(&candidate) {
                     found.entry(candidate).or_insert_with(|| page.to_string());
@@ -315,8 +321,8 @@ fn collect_paths(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
                 i += 1;
             }
             TokenTree::Ident(id) => {
-                let after_dot = i > 0
-                    && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
+                let after_dot =
+                    i > 0 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
                 let mut path = id.to_string();
                 let mut j = i + 1;
                 // `::` is two joint colons, then the next segment.

@@ -51,6 +51,71 @@ pub fn check(root: &Path) -> Vec<(PathBuf, usize, String)> {
                 ),
             )),
         }
+        out.extend(stage_boxes(root, lesson));
+    }
+    out
+}
+
+/// Every stage's box (its goals, steps and tests, from the contracts page)
+/// is included by its chapter exactly once, the boxes in the stages' order:
+/// a stage the chapter never shows is a stage a learner in building mode
+/// never sees.
+fn stage_boxes(root: &Path, lesson: usize) -> Vec<(PathBuf, usize, String)> {
+    let mut out = Vec::new();
+    let chapter = root.join("docs/src").join(format!("lesson{lesson}.md"));
+    let (Ok(text), Ok(list)) = (
+        fs::read_to_string(&chapter),
+        starter::stages::StageList::load(root, &lesson.to_string()),
+    ) else {
+        return out;
+    };
+    let mut last = 0;
+    for (k, stage) in list.stages.iter().enumerate() {
+        let include = format!(
+            "{{{{#include generated/starters/lesson{lesson}-contracts.md:stage-{}}}}}",
+            stage.name
+        );
+        let lines: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim() == include)
+            .map(|(i, _)| i + 1)
+            .collect();
+        match lines[..] {
+            [] => out.push((
+                chapter.clone(),
+                0,
+                format!(
+                    "stage {} ({}) has no box in the chapter: add `{include}` to its section",
+                    k + 1,
+                    stage.name
+                ),
+            )),
+            [line] => {
+                if line < last {
+                    out.push((
+                        chapter.clone(),
+                        line,
+                        format!(
+                            "stage {} ({})'s box comes before the box of the stage before it: the boxes follow the stages' order",
+                            k + 1,
+                            stage.name
+                        ),
+                    ));
+                }
+                last = line;
+            }
+            _ => out.push((
+                chapter.clone(),
+                lines[1],
+                format!(
+                    "stage {} ({})'s box is included {} times",
+                    k + 1,
+                    stage.name,
+                    lines.len()
+                ),
+            )),
+        }
     }
     out
 }
