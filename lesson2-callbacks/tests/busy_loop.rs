@@ -43,7 +43,9 @@ fn spinning_gets_the_response_but_burns_a_spin_per_wasted_check() {
     );
     assert_eq!(
         spun.response, b"HTTP/1.0 200 OK\r\n\r\nhello",
-        "the response: every byte the server sent, read until it closed"
+        "the response: every byte the server sent, read until it closed: `read` returning \
+         `Ok(0)` is the end of the response; `WouldBlock` only means nothing has come yet \
+         (the server is still thinking), so spin and read again"
     );
     // While the server thought, every read answered "not yet". How many
     // depends on the machine: on an idle one, hundreds of thousands in

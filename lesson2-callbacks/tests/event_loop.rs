@@ -110,7 +110,8 @@ fn deregister_drops_the_callbacks_and_ends_a_loop_with_nothing_left() {
             Rc::strong_count(&calls),
             1,
             "holders of the reader's counter: only the test, since `deregister` drops the \
-             socket's callbacks and what they captured"
+             socket's callbacks and what they captured (a freed slot that kept its reader \
+             would also call it for the next socket given its token)"
         );
     });
 }
@@ -292,7 +293,9 @@ fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
             *order.borrow(),
             [1, 2],
             "after one turn: the first callback ran whole (1, 2); the one it scheduled (3) \
-             waits for the next turn, it is not run inside `call_soon`"
+             waits for the next turn: a turn runs only the callbacks queued when it began \
+             running them, so that callbacks that keep scheduling more cannot starve the \
+             sockets; nor is it run inside `call_soon`"
         );
         event_loop.run_forever().unwrap();
         assert_eq!(
@@ -458,7 +461,9 @@ fn a_timer_handle_says_when_it_is_due_and_whether_it_was_cancelled() {
     assert_eq!(
         later.when(),
         start + Duration::from_secs(2),
-        "`when()` of a timer set with `call_later(2 s, …)`: the loop's time plus 2 s"
+        "`when()` of a timer set with `call_later(2 s, …)`: the loop's time (`time()`, from \
+         its clock) plus 2 s, not the system's: a loop on a test clock keeps its timers in \
+         its own time"
     );
     assert!(
         !timer.cancelled(),

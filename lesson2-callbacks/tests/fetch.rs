@@ -237,6 +237,59 @@ fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
     server.join().unwrap();
 }
 
+/// A response of 40 KiB, more than one 16 KiB read, all in the socket
+/// before the loop first polls, and nothing more after it: its arrival is
+/// one edge, announced once. The fetch must read until `WouldBlock`, not
+/// once per event, or it waits for an event that never comes.
+#[test]
+fn a_response_bigger_than_one_read_already_in_the_socket_is_read_whole() {
+    const BODY: usize = 40 * 1024;
+    let (answered, answer_sent) = std::sync::mpsc::channel();
+    let (addr, server) = server(move |mut conn| {
+        let mut answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
+        answer.resize(answer.len() + BODY, b'a');
+        conn.write_all(&answer).unwrap();
+        let _ = answered.send(());
+        read_request(&mut conn);
+        // Held open until the client closes it: no close announces itself.
+        let mut rest = Vec::new();
+        conn.read_to_end(&mut rest).unwrap();
+    });
+    let url = format!("http://{addr}/");
+    let outcome = within(30, "the fetch did not end at its 2 s deadline", move || {
+        let event_loop = EventLoop::new().unwrap();
+        let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(2));
+        // Connects (and registers the socket), without polling yet.
+        fetcher.borrow_mut().fetch(FetchSpan::off());
+        drop(fetcher);
+        answer_sent
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the test's server accepted and answered");
+        // On loopback the answer is in our socket when `write_all`
+        // returns; a moment more in case the machine is busy.
+        thread::sleep(Duration::from_millis(50));
+        event_loop.run_forever().unwrap();
+        outcome.take()
+    });
+    let fetched = outcome.expect("`done` was called: the loop ended, so the fetch must have");
+    match fetched {
+        Fetched::Done(Ok(response)) => assert_eq!(
+            response.body.len(),
+            BODY,
+            "the body's size: all 40 KiB, read across several reads"
+        ),
+        Fetched::Done(Err(error)) => panic!(
+            "the fetch failed with `{error}` though the whole response (40 KiB, more than one \
+             16 KiB read) was in its socket: an edge-triggered event announces its arrival \
+             once, so `read_response` must read until `WouldBlock`, not once per event"
+        ),
+        Fetched::OutOfDescriptors { .. } => panic!("out of descriptors"),
+    }
+    // Joined last: a fetch that gave up at its deadline closed the socket
+    // under the server.
+    server.join().unwrap();
+}
+
 #[test]
 fn a_refused_address_is_skipped_for_the_next() {
     let closed = refused_addr();

@@ -88,6 +88,15 @@ fn one_fetch_of_robots_txt_and_a_callback_for_each_waiting_url() {
         "User-agent: *\nDisallow: /no\n",
     );
     assert_eq!(asked, 1, "robots.txt fetched once");
+    let mut paths: Vec<&str> = got.iter().map(|(path, _, _)| path.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        ["/a", "/b", "/no"],
+        "the URLs whose turn came: every one that waited, the one whose wait started the \
+         robots.txt fetch too: it must wait for the rules like everyone else \
+         (`wait_for_rules`)"
+    );
     for (path, turn, _) in &got {
         match path.as_str() {
             "/no" => assert!(matches!(turn, Turn::Blocked(_)), "{turn:?}"),
