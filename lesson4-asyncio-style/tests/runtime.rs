@@ -62,6 +62,13 @@ const NEVER_STEPPED: &str = "a task was never stepped again. Look at the task's 
     finish the task's future when Ready or cancelled), and at run_until_complete, whose \
     done-callback on the task stops the loop";
 
+/// Cancelling a task that waits on a future nobody resolves.
+const CANCEL_NEVER_DELIVERED: &str = "a cancelled task was never stepped again, so its \
+    cancellation was never delivered. `Task::cancel` marks the task and schedules its step: \
+    nothing else will ever wake a task that waits on a future nobody resolves, and the \
+    request is delivered at that step, by the future its coroutine awaits. (Look too at the \
+    task's waker, `step`, and run_until_complete's done-callback that stops the loop.)";
+
 /// `sleep`, `gather` and `wait_for`.
 const TOOL_NEVER_ENDED: &str = "a sleep, gather or wait_for never ended. Sleep::poll sets \
     a wake_at timer for its deadline on the loop's clock and keeps the latest waker; \
@@ -78,6 +85,15 @@ const NEVER_READY: &str = "a socket operation waited for a readiness that never 
     Socket::wait installs the task's waker as the socket's reader or writer; an operation \
     tries first, and waits only after WouldBlock (mio's events are edge-triggered: an edge \
     that came before the wait is not sent again)";
+
+/// The message of a caught panic (a `&str` or a `String`), or "".
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
 
 /// A loop on a test clock, and the clock.
 fn test_loop() -> (EventLoop, Rc<TestClock>) {
@@ -164,7 +180,24 @@ fn call_soon_runs_in_order_and_new_callbacks_wait_for_the_next_turn() {
         );
         cancelled.cancel();
 
-        event_loop.run_once().unwrap();
+        // Each callback calls `call_soon`: a turn that kept the ready queue
+        // borrowed while it ran one would panic there.
+        let turn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| event_loop.run_once()));
+        if let Err(panic) = &turn {
+            let message = panic_message(panic.as_ref());
+            if message.contains("already") && message.contains("borrowed") {
+                panic!(
+                    "the first turn panicked with \"{message}\" when a callback called \
+                     call_soon: the ready queue was still borrowed while a callback ran. \
+                     `run_once` takes each entry out of the queue and lets the borrow end \
+                     before it runs the entry"
+                );
+            }
+        }
+        match turn {
+            Ok(turn) => turn.unwrap(),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
         assert_eq!(
             trace.lines(),
             ["a", "b", "c"],
@@ -266,7 +299,9 @@ fn call_at_takes_loop_time_and_a_timer_handle_knows_its_deadline() {
         assert_eq!(
             later.when(),
             start + Duration::from_secs(2),
-            "TimerHandle::when of call_later(2 s): the loop's time plus 2 s"
+            "TimerHandle::when of call_later(2 s): the loop's time plus 2 s. A deadline is \
+             loop time, read from the loop's clock (`EventLoop::time`), never the system's \
+             `Instant::now()`: the test clock is not the system's"
         );
         assert!(
             !later.cancelled(),
@@ -497,13 +532,10 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
             "add_reader on a deregistered token should be an error"
         );
         // A second deregister of the same token frees nothing: its slot is
-        // free once, so the next two sockets get two different slots.
+        // free once, so the next two sockets get two different slots. (The
+        // tokens are checked first: with a token freed twice, `registered`
+        // would subtract more free tokens than there are slots.)
         event_loop.deregister(&mut stream, token);
-        assert_eq!(
-            event_loop.registered(),
-            0,
-            "registered after deregistering the same token twice"
-        );
         let mut first = mio::net::TcpStream::connect(addr).unwrap();
         let mut second = mio::net::TcpStream::connect(addr).unwrap();
         let (a, b) = (
@@ -518,7 +550,7 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
         assert_eq!(
             event_loop.registered(),
             2,
-            "registered after two more registers"
+            "registered after deregistering the same token twice, then two more registers"
         );
         event_loop.close();
     });
@@ -738,6 +770,12 @@ fn done_callbacks_are_scheduled_not_called() {
             !future.cancel(),
             "cancel after set_result must return false"
         );
+        assert_eq!(
+            trace.lines(),
+            ["after set_result"],
+            "what happened before the next turn: the done callback must not have run yet; \
+             it is scheduled with call_soon, not called inside set_result"
+        );
         event_loop.run_once().unwrap();
         assert_eq!(
             trace.lines(),
@@ -866,7 +904,9 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
             polls, 3,
             "polls of a coroutine woken twice in its first poll, then by a timer: \
              1, then one step for the two wake-ups, then the timer's; more \
-             means each wake-up queued a step of its own (the `scheduled` flag)"
+             means each wake-up queued a step of its own (the `scheduled` flag); \
+             fewer means the wake-ups during the first poll were lost (`step` clears \
+             `scheduled` before it polls, not after)"
         );
         event_loop.close();
     });
@@ -1139,7 +1179,7 @@ fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
 /// of that `.await` as `Cancelled`.
 #[test]
 fn cancel_reaches_a_task_waiting_on_a_future_nobody_resolves() {
-    within(10, NEVER_STEPPED, || {
+    within(10, CANCEL_NEVER_DELIVERED, || {
         let (event_loop, _clock) = test_loop();
         let observed = Rc::new(RefCell::new(None));
         let cleaned = Rc::new(Cell::new(false));
