@@ -152,7 +152,7 @@ pub fn render(list: &StageList, api: &ApiIndex) -> Result<String> {
         }
         let _ = writeln!(
             out,
-            "Run them in your starter with `{}`, or every stage in order with `cargo run -p starter -- check DIR` (see [Build it yourself](#build-it-yourself)).\n",
+            "Run them in your starter with `{}`, or every stage in order with `cargo run -p starter -- check DIR` in the course's checkout (see [Build it yourself](#build-it-yourself)).\n",
             stage.cargo_command()
         );
         let _ = writeln!(out, "</div>");
@@ -232,7 +232,8 @@ blank = ["queue.rs: Queue::put", "queue.rs: Queue::get"]
 "queue.rs: Queue::get" = """Takes the oldest item,
 sleeping until there is one."""
 "#;
-        let list: StageList = toml::from_str(text).unwrap();
+        let mut list: StageList = toml::from_str(text).unwrap();
+        list.root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let page = render(&list, &ApiIndex::default()).unwrap();
         let block = page
             .split("<!-- ANCHOR: stage-queue -->\n")
@@ -264,7 +265,8 @@ sleeping until there is one."""
             "[stage.contract]",
             "[stage.goal]\n\"queue.rs: Queue::get\" = \"Gives the oldest item, waiting for one.\"\n[stage.contract]",
         );
-        let list: StageList = toml::from_str(&with_goal).unwrap();
+        let mut list: StageList = toml::from_str(&with_goal).unwrap();
+        list.root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let page = render(&list, &ApiIndex::default()).unwrap();
         assert!(
             page.contains(

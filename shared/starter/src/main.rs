@@ -468,7 +468,7 @@ fn hint_text(
         // can hand `cargo test` that copy's test binaries.
         let _ = writeln!(
             out,
-            "  (CARGO_TARGET_DIR is set: a target directory shared with another copy of this lesson can run that copy's tests; put `CARGO_TARGET_DIR=target` in front of the command above, or use `starter check`, which builds your copy)"
+            "  (CARGO_TARGET_DIR is set. If that directory also builds another copy of this lesson, `cargo test` there may run that copy's tests instead of yours: `starter check` always builds your copy, or put `CARGO_TARGET_DIR=target` in front of the command above.)"
         );
     }
     let at = dir.display().to_string();
