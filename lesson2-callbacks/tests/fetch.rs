@@ -180,25 +180,19 @@ fn a_request_bigger_than_the_socket_buffers_is_written_in_parts() {
     );
 }
 
-#[test]
-fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
-    // The server answers as soon as it accepts, before it reads the
-    // request, and then sends nothing more and keeps the connection open.
-    // The loop first polls only once the answer is in the client's socket,
-    // so its first event says "readable and writable" at once: the reader
-    // is not installed yet (the loop looks it up before calling the writer),
-    // and the writer — `connected`, then `send_request` — installs it. No
-    // later edge comes: nothing more arrives, and a request this small
-    // never fills the socket, so its writability never changes again. The
-    // fetch must read right after installing its reader, not wait for an
-    // event; waiting, it meets only its deadline.
+/// Fetches from a server that sends `answer` as soon as it accepts, before
+/// it reads the request, then sends nothing more and keeps the connection
+/// open (no close announces itself). The loop first polls only once the
+/// answer is in the client's socket. What the fetch gave (`done` was
+/// called: the loop ended, so the fetch must have), and the server's
+/// thread, to join last (a fetch that gave up at its deadline closed the
+/// socket under the server, whose own reads then fail).
+fn fetch_an_answer_already_sent(answer: Vec<u8>) -> (Fetched, thread::JoinHandle<()>) {
     let (answered, answer_sent) = std::sync::mpsc::channel();
     let (addr, server) = server(move |mut conn| {
-        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            .unwrap();
+        conn.write_all(&answer).unwrap();
         let _ = answered.send(());
         read_request(&mut conn);
-        // Held open until the client closes it.
         let mut rest = Vec::new();
         conn.read_to_end(&mut rest).unwrap();
     });
@@ -219,6 +213,23 @@ fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
         outcome.take()
     });
     let fetched = outcome.expect("`done` was called: the loop ended, so the fetch must have");
+    (fetched, server)
+}
+
+#[test]
+fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
+    // The server answers as soon as it accepts, before it reads the
+    // request, and then sends nothing more and keeps the connection open.
+    // The loop first polls only once the answer is in the client's socket,
+    // so its first event says "readable and writable" at once: the reader
+    // is not installed yet (the loop looks it up before calling the writer),
+    // and the writer — `connected`, then `send_request` — installs it. No
+    // later edge comes: nothing more arrives, and a request this small
+    // never fills the socket, so its writability never changes again. The
+    // fetch must read right after installing its reader, not wait for an
+    // event; waiting, it meets only its deadline.
+    let (fetched, server) =
+        fetch_an_answer_already_sent(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec());
     match fetched {
         Fetched::Done(Ok(response)) => assert_eq!(
             response.body, b"ok",
@@ -244,34 +255,9 @@ fn a_response_that_arrives_before_the_reader_is_installed_is_not_missed() {
 #[test]
 fn a_response_bigger_than_one_read_already_in_the_socket_is_read_whole() {
     const BODY: usize = 40 * 1024;
-    let (answered, answer_sent) = std::sync::mpsc::channel();
-    let (addr, server) = server(move |mut conn| {
-        let mut answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
-        answer.resize(answer.len() + BODY, b'a');
-        conn.write_all(&answer).unwrap();
-        let _ = answered.send(());
-        read_request(&mut conn);
-        // Held open until the client closes it: no close announces itself.
-        let mut rest = Vec::new();
-        conn.read_to_end(&mut rest).unwrap();
-    });
-    let url = format!("http://{addr}/");
-    let outcome = within(30, "the fetch did not end at its 2 s deadline", move || {
-        let event_loop = EventLoop::new().unwrap();
-        let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(2));
-        // Connects (and registers the socket), without polling yet.
-        fetcher.borrow_mut().fetch(FetchSpan::off());
-        drop(fetcher);
-        answer_sent
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the test's server accepted and answered");
-        // On loopback the answer is in our socket when `write_all`
-        // returns; a moment more in case the machine is busy.
-        thread::sleep(Duration::from_millis(50));
-        event_loop.run_forever().unwrap();
-        outcome.take()
-    });
-    let fetched = outcome.expect("`done` was called: the loop ended, so the fetch must have");
+    let mut answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
+    answer.resize(answer.len() + BODY, b'a');
+    let (fetched, server) = fetch_an_answer_already_sent(answer);
     match fetched {
         Fetched::Done(Ok(response)) => assert_eq!(
             response.body.len(),

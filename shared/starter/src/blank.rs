@@ -211,12 +211,18 @@ pub fn blank_all(text: &str, blanks: &[(FnPath, String)]) -> Result<String> {
         let found = find(text, path)?;
         edits.push((found.body.clone(), blank_body(&found, message)));
     }
+    Ok(splice(text, edits))
+}
+
+/// `text` with each byte range replaced (ranges that do not overlap), the
+/// last first, so that the earlier ranges stay where they were.
+fn splice(text: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
     edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
     let mut out = text.to_string();
     for (range, replacement) in edits {
         out.replace_range(range, &replacement);
     }
-    Ok(out)
+    out
 }
 
 /// A struct whose fields the learner designs: `FILE: NAME`, a struct with
@@ -347,12 +353,7 @@ pub fn blank_structs(text: &str, structs: &[(StructPath, String)]) -> Result<Str
         let found = find_struct(text, path)?;
         edits.push((found.body.clone(), blank_fields(&found, message)));
     }
-    edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
-    let mut out = text.to_string();
-    for (range, replacement) in edits {
-        out.replace_range(range, &replacement);
-    }
-    Ok(out)
+    Ok(splice(text, edits))
 }
 
 #[cfg(test)]

@@ -119,16 +119,17 @@ pub fn starter_files(
                 .strip_prefix("src")
                 .ok()
                 .map(|p| p.to_string_lossy().into_owned());
-            let here: Vec<_> = blanks
+            let here = |file: &str| in_src.as_deref() == Some(file);
+            let fns: Vec<_> = blanks
                 .iter()
-                .filter(|(p, _)| in_src.as_deref() == Some(p.file.as_str()))
+                .filter(|(p, _)| here(&p.file))
                 .cloned()
                 .collect();
-            let text = blank::blank_all(&text, &here)
+            let text = blank::blank_all(&text, &fns)
                 .with_context(|| format!("blank {}", rel.display()))?;
             let fields: Vec<_> = structs
                 .iter()
-                .filter(|(p, _)| in_src.as_deref() == Some(p.file.as_str()))
+                .filter(|(p, _)| here(&p.file))
                 .cloned()
                 .collect();
             let text = blank::blank_structs(&text, &fields)
