@@ -53,9 +53,10 @@ fn every_item_and_the_work_it_creates_is_done() {
         handled.load(Ordering::SeqCst),
         (1 << 10) - 1,
         "items handled when `wait_completion` returned: the whole tree from 9, 2^10 - 1. \
-         Fewer: `wait_completion` shut the queue down while work was still putting items. \
-         It must first wait for every item put to be done (the queue's `join`), and only \
-         then stop and join the threads"
+         Fewer: the queue was shut down while work was still putting items. Either \
+         `wait_completion` did not first wait for every item put to be done (the queue's \
+         `join`), or an item was marked done before its work ended (a `TaskDone` guard \
+         bound to `_` is dropped at once: name it, `_done`), so `join` returned early"
     );
 }
 
@@ -139,18 +140,22 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
             }
             let _ = done.send(pool.wait_completion().map_err(|e| e.to_string()));
         });
-        let err = outcome
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| {
-                panic!(
-                    "--threads {threads}: wait_completion did not return within 30 s of a \
-                     panic in `work`: the item being worked on was never marked done. \
-                     `task_done` must run even when `work` panics — from a guard's `Drop`, \
-                     which runs while the panic unwinds — and the guard stops the queue, so \
-                     the items no thread is left to take do not keep `join` waiting"
-                )
-            })
-            .unwrap_err();
+        let err = match outcome.recv_timeout(Duration::from_secs(30)) {
+            Ok(result) => result.unwrap_err(),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!(
+                "--threads {threads}: the test's thread panicked before `wait_completion` \
+                 returned: its message is above (a `todo!` not yet written, or a panic in \
+                 `new`, `add_task` or `wait_completion` themselves)"
+            ),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                "--threads {threads}: wait_completion did not return within 30 s of a \
+                 panic in `work`: the item being worked on was never marked done. \
+                 `task_done` must run even when `work` panics — from a guard's `Drop`, \
+                 which runs while the panic unwinds — and the guard stops the queue, so \
+                 the items no thread is left to take do not keep `join` waiting. (A guard \
+                 bound to `_` is dropped at once, before the work: name it, `_done`.)"
+            ),
+        };
         assert!(
             err.contains("bad item 7"),
             "--threads {threads}: the error must carry the panic's message `bad item 7`; \

@@ -44,7 +44,7 @@ fn ended_within<R>(handle: thread::JoinHandle<R>) -> R {
         assert!(
             Instant::now() < give_up,
             "a thread looping on `get` did not end within {} s of `shutdown(false)`: \
-             `shutdown` must wake every `get` asleep on `not_empty` (`notify_all`), and \
+             `shutdown` must wake every `get` asleep waiting for an item (`notify_all`), and \
              `get` on a shut-down, empty queue must return `None`",
             JOIN_LIMIT.as_secs()
         );
@@ -80,8 +80,8 @@ fn join_on_a_queue_that_never_had_an_item_returns_at_once() {
     let q: Arc<Queue<()>> = Arc::new(Queue::new());
     join_within(
         &q,
-        "nothing was ever put, so no task is unfinished: `join` waits on `all_tasks_done` \
-         only while `unfinished_tasks > 0`",
+        "nothing was ever put, so no task is unfinished: `join` sleeps \
+         only while tasks are unfinished",
     );
     assert_eq!(
         q.unfinished_tasks(),
@@ -116,13 +116,13 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
     join_within(
         &q,
         "the worker took the one item (`get`) and marked it done (`task_done`), which must \
-         uncount it and, at zero, wake `join` (`notify_all` on `all_tasks_done`)",
+         uncount it and, at zero, wake `join` (`notify_all` on the condvar `join` sleeps on)",
     );
     assert!(
         finished.load(Ordering::SeqCst),
         "`join` returned while the worker still held its item: it must wait for \
-         `task_done`, not for an empty queue (sleep while `unfinished_tasks > 0`, not while \
-         `items` is non-empty)"
+         `task_done`, not for an empty queue (sleep while tasks are unfinished, not while \
+         items are queued)"
     );
     worker.join().unwrap();
 }
@@ -161,7 +161,7 @@ fn get_sleeps_until_an_item_is_put() {
     assert_eq!(
         taken_within(
             &taken,
-            "`put` must add the item and wake a sleeping `get` (`not_empty.notify_one()`)"
+            "`put` must add the item and wake a sleeping `get` (`notify_one` on the condvar a `get` sleeps on)"
         ),
         Some(42),
         "what a `get` that was waiting on an empty queue returns once 42 is put"
@@ -172,12 +172,15 @@ fn get_sleeps_until_an_item_is_put() {
 fn shutdown_wakes_every_sleeping_get_with_none() {
     let q: Arc<Queue<u8>> = Arc::new(Queue::new());
     let takers: Vec<_> = (0..4).map(|_| taker(&q)).collect();
+    // Let the four reach their wait: a `shutdown` that wakes one sleeper
+    // is only caught when there are several asleep.
+    thread::sleep(Duration::from_millis(200));
     q.shutdown(false);
     for taken in &takers {
         assert_eq!(
             taken_within(
                 taken,
-                "`shutdown` must wake every `get` asleep on `not_empty` (`notify_all`), \
+                "`shutdown` must wake every `get` asleep waiting for an item (`notify_all`), \
                  and a `get` on a shut-down, empty queue must return `None`"
             ),
             None,
@@ -289,7 +292,7 @@ fn immediate_shutdown_wakes_a_join_waiting_for_queued_items() {
         joined.recv_timeout(JOIN_LIMIT),
         Ok(()),
         "`join` after `shutdown(true)` dropped all three queued items (none taken): no \
-         task is left, so `shutdown` must wake `join` (`all_tasks_done.notify_all()` when \
+         task is left, so `shutdown` must wake `join` (`notify_all` on the condvar `join` sleeps on, when \
          the count reaches 0); a timeout means it slept on"
     );
 }
@@ -317,7 +320,7 @@ fn every_thread_waiting_in_join_wakes_when_the_last_task_is_done() {
             joined.recv_timeout(JOIN_LIMIT).is_ok(),
             "only {woken} of the three threads waiting in `join` woke when the last task was \
              done: every sleeper must wake then (`notify_all`, not `notify_one`, on \
-             `all_tasks_done`)"
+             the condvar `join` sleeps on)"
         );
     }
 }
@@ -381,7 +384,7 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
     }
     join_within(
         &q,
-        "every item put must reach a consumer (a `get` sleeping on `not_empty` is woken by \
+        "every item put must reach a consumer (a `get` sleeping for an item is woken by \
          each `put`) and be marked done by `task_done`",
     );
     shut_down.store(true, Ordering::SeqCst);
@@ -397,7 +400,7 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
         early_nones, 0,
         "a `get` returned `None` {early_nones} times on a queue not shut down: it woke to an \
          empty queue (another thread took the item first, or the wakeup was spurious) and \
-         gave up. Wait on `not_empty` in a `while` loop that re-checks the queue, not an `if`"
+         gave up. Wait on the condvar in a `while` loop that re-checks the queue, not an `if`"
     );
     assert_eq!(
         seen.len(),
@@ -470,7 +473,7 @@ fn a_get_woken_to_an_empty_queue_sleeps_again() {
             early_nones, 0,
             "round {round}: a `get` returned `None` {early_nones} times on a queue not shut \
              down: it woke to an empty queue (another thread took the item first, or the \
-             wakeup was spurious) and gave up. Wait on `not_empty` in a `while` loop that \
+             wakeup was spurious) and gave up. Wait on the condvar in a `while` loop that \
              re-checks the queue, not an `if`"
         );
     }

@@ -79,6 +79,18 @@ pub fn write_starter(root: &Path, list: &StageList, dir: &Path, through: usize) 
     Ok(())
 }
 
+/// `text` without the lines that only mark where the book's listings start
+/// and end (`// ANCHOR: name`, `// ANCHOR_END: name`): noise in a learner's
+/// copy.
+fn without_anchors(text: &str) -> String {
+    text.split_inclusive('\n')
+        .filter(|line| {
+            let line = line.trim();
+            !(line.starts_with("// ANCHOR: ") || line.starts_with("// ANCHOR_END: "))
+        })
+        .collect()
+}
+
 /// What stands where the fields of a struct the learner designs were:
 /// the stage, and what the fields must make possible (the entry's goal).
 fn state_message(number: usize, stage: &stages::Stage, spec: &str) -> String {
@@ -134,7 +146,7 @@ pub fn starter_files(
                 .collect();
             let text = blank::blank_structs(&text, &fields)
                 .with_context(|| format!("leave the fields of {}", rel.display()))?;
-            files.push((rel, text.into_bytes()));
+            files.push((rel, without_anchors(&text).into_bytes()));
         }
     }
     for (path, _) in &structs {

@@ -102,8 +102,10 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     assert!(manifest.contains("\n[workspace]"), "{manifest}");
     assert!(manifest.contains(&format!("course = {:?}", root.display().to_string())));
     assert!(manifest.contains("written-through-stage = 0"));
-    // The structs the learner designs keep their name and lose their fields.
     let future = std::fs::read_to_string(dir.join("src/future.rs")).unwrap();
+    // The book's listing markers are not in a learner's copy.
+    assert!(!future.contains("// ANCHOR"), "{future}");
+    // The structs the learner designs keep their name and lose their fields.
     let core = &future[future
         .find("struct Core<T> {")
         .expect("Core is still there")..];
