@@ -176,7 +176,15 @@ fn an_idle_connection_to_another_host_makes_room() {
                 Box::pin(connect(&pool, &url2, false)),
                 Duration::from_secs(10),
             )
-            .await?;
+            .await
+            .unwrap_or_else(|err| {
+                panic!(
+                    "the connect to the second host never got a socket ({err:#}), while the \
+                     budget's one socket sat idle, connected to the first host: with no free \
+                     slot, acquire must close an idle connection to any host \
+                     (evict_one_idle) to make room before it waits"
+                )
+            });
             assert!(!b.reused(), "a connect to the second host came back reused");
             assert_eq!(
                 pool.idle_count(),
@@ -221,7 +229,13 @@ fn a_released_connection_goes_to_a_waiting_fetch() {
                     "a second socket was opened over the budget"
                 );
                 pool.release(held, true);
-                assert_eq!(pool.idle_count(), 0, "kept idle while a fetch waits");
+                assert_eq!(
+                    pool.idle_count(),
+                    0,
+                    "idle_count after a release while a fetch waits for a socket: a \
+                     connection released while a fetch waits goes to that fetch (the pool's \
+                     `give`), never idle, where the waiting fetch would not look"
+                );
                 let got = wait_for(waiting, Duration::from_secs(10)).await?;
                 assert_eq!(
                     got, reused,

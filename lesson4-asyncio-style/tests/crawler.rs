@@ -30,6 +30,14 @@ fn run(config: &Config) -> CrawlReport {
         report.todo, 0,
         "Todo: URLs seen but not fetched once the crawl ended (queue items never marked done)"
     );
+    assert!(
+        !report.stats.is_empty(),
+        "the crawl ended with nothing left to do and not one URL in its report, not even \
+         the root: its item was marked done before the root was finished, so `join` \
+         returned while the root waited for its turn (robots.txt). An item is marked done \
+         after its URL is finished or queued again: in `wait_for_turn`, `put_nowait` \
+         first, then `task_done`"
+    );
     assert_eq!(
         report.urls().len(),
         report.stats.len(),

@@ -11,8 +11,9 @@ use shared::{FailKind, FetchError};
 use url::Url;
 
 use lesson4_asyncio_style::connection_pool::ConnectionPool;
-use lesson4_asyncio_style::event_loop::run;
+use lesson4_asyncio_style::event_loop::{get_running_loop, run};
 use lesson4_asyncio_style::fetch::*;
+use lesson4_asyncio_style::sleep::sleep;
 
 /// What a test that never ends is told.
 const STUCK: &str = "a fetch never ended: `fetch` awaits the pool's `acquire`, then `get` \
@@ -159,6 +160,73 @@ fn a_stale_pooled_connection_is_resent_on_a_fresh_one() {
             server.request_count("/stale"),
             2,
             "requests for /stale: the one on the stale connection, and one resend"
+        );
+    });
+}
+
+/// Only a reused connection can be stale: a new one that the server closes
+/// unanswered is the URL's failure (the crawler's retry decides, as a try).
+#[test]
+fn a_new_connection_closed_unanswered_is_the_attempts_failure() {
+    within(20, STUCK, || {
+        let server = TestServer::start(Site::new().route("/", Route::html("late").drop_first(1)));
+        let (_session, mut results) = fetch_paths(&server, &["/"], Duration::from_secs(5));
+        let outcome = results
+            .remove(0)
+            .map(|response| response.status)
+            .map_err(|err| format!("{err:#}"));
+        assert_eq!(
+            (server.request_count("/"), outcome.is_err()),
+            (1, true),
+            "(requests for /, whether the attempt failed) when the server closes a new \
+             connection without answering; got {outcome:?}. Only a reused (pooled) \
+             connection can be stale: `get` resends only when `connection.reused()`, and a \
+             new connection's failure is the attempt's error"
+        );
+    });
+}
+
+/// Two attempts waiting for their server at once are both in flight, and
+/// neither is once they ended.
+#[test]
+fn two_attempts_waiting_at_once_are_both_counted() {
+    within(20, STUCK, || {
+        let server = Rc::new(TestServer::start(Site::new().route("/", Route::stall())));
+        let session = Rc::new(session(Duration::from_secs(10)));
+        let url = Url::parse(&server.url("/")).expect("a fixture URL parses");
+        let (on_loop, server_on_loop) = (session.clone(), server.clone());
+        let (while_waiting, after) = run(async move {
+            let event_loop = get_running_loop();
+            let attempts: Vec<_> = (0..2)
+                .map(|_| {
+                    let (session, url) = (on_loop.clone(), url.clone());
+                    event_loop.create_task(async move { fetch(&session, &url).await.map(|_| ()) })
+                })
+                .collect();
+            // Until both requests have reached the server (bounded by `within`).
+            while server_on_loop.request_count("/") < 2 {
+                sleep(Duration::from_millis(2)).await?;
+            }
+            let while_waiting = (on_loop.in_flight.now(), on_loop.in_flight.peak());
+            for attempt in attempts {
+                attempt.cancel();
+                let _ = attempt.await;
+            }
+            Ok((while_waiting, on_loop.in_flight.now()))
+        })
+        .expect("the loop ran the fetches");
+        assert_eq!(
+            while_waiting,
+            (2, 2),
+            "fetches in flight (now, peak) while two attempts wait for their server. \
+             (0, 1) means each attempt stopped counting as soon as it started: the guard \
+             that `in_flight.start()` returns must live until the attempt ends, bound to \
+             a name (`let _counted = ...`), not `let _ = ...`, which drops it at once"
+        );
+        assert_eq!(
+            after, 0,
+            "fetches in flight after both attempts were cancelled: the guard ends the \
+             count however the attempt ends"
         );
     });
 }

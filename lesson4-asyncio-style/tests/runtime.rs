@@ -1779,6 +1779,43 @@ fn a_cancelled_getter_does_not_swallow_an_item() {
     });
 }
 
+/// A getter cancelled while it waits stays in the line, abandoned (its
+/// future is done, cancelled); the next put must go past it, to the getter
+/// that still waits behind it.
+#[test]
+fn a_put_reaches_the_getter_behind_one_that_gave_up() {
+    within(10, QUEUE_NEVER_WOKE, || {
+        let (event_loop, _clock) = test_loop();
+        let got = event_loop
+            .run_until_complete(async {
+                let lp = get_running_loop();
+                let q: Queue<&str> = Queue::new();
+                let (q1, q2) = (q.clone(), q.clone());
+                let first = lp.create_task(async move { q1.get().await });
+                let second = lp.create_task(async move { q2.get().await });
+                sleep(Duration::from_secs(1)).await?;
+                // The first getter gives up before any item comes.
+                first.cancel();
+                assert!(
+                    is_cancelled(&first.await.unwrap_err()),
+                    "the first getter, cancelled, should end with Cancelled"
+                );
+                q.put_nowait("item");
+                wait_for(second, Duration::from_secs(5)).await
+            })
+            .map_err(|err| err.to_string());
+        assert_eq!(
+            got,
+            Ok("item"),
+            "what the getter still waiting got, after the one ahead of it in line was \
+             cancelled (\"timed out\": the put's wake-up was spent on the cancelled \
+             getter). A cancelled getter's future is done, so its `set_result` returns \
+             false: wakeup_next_getter must then go on to the next getter in line"
+        );
+        event_loop.close();
+    });
+}
+
 // ---------------------------------------------------------------------
 // Sockets as coroutines
 // ---------------------------------------------------------------------
@@ -1886,7 +1923,13 @@ fn write_all_waits_for_room_and_sends_every_byte() {
             // Dropped here: the server reads to the close.
             Ok(())
         })
-        .unwrap();
+        .unwrap_or_else(|err| {
+            panic!(
+                "write_all of 16 MiB, more than the socket buffers hold, failed: {err:#}. \
+                 A write that says WouldBlock means no room for now, not an error: wait \
+                 until the socket is writable, then write the rest"
+            )
+        });
         let got = server.join().unwrap();
         assert_eq!(
             got.len(),
