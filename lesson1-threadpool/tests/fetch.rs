@@ -178,23 +178,16 @@ fn a_response_complete_by_its_content_length_ends_the_fetch() {
         // Hold the connection open, silent, until the test ends.
         let _ = hold.recv();
     });
-    let started = Instant::now();
     let result = get_with(&url, Duration::from_secs(3));
-    let took = started.elapsed();
     let response = result.unwrap_or_else(|err| {
         panic!(
             "a response whose 9 body bytes (`Content-Length: 9`) all came, on a connection \
-             the server left open, ended as {err} after {took:?}: the fetch read on past the \
+             the server left open, ended as {err}: the fetch read on past the \
              end of the body. `receive` must return the response as soon as the parser has \
              it whole (`feed` gives `Some(response)`), not wait for the server to close"
         )
     });
     assert_eq!(response.body, b"<p>hi</p>", "the body: its 9 bytes");
-    assert!(
-        took < Duration::from_secs(2),
-        "a response complete by its `Content-Length` took {took:?}: `receive` must return \
-         it as soon as the parser has it whole, not wait for the server to close"
-    );
 }
 
 #[test]
