@@ -146,7 +146,15 @@ pub fn starter_files(
                 .collect();
             let text = blank::blank_structs(&text, &fields)
                 .with_context(|| format!("leave the fields of {}", rel.display()))?;
-            files.push((rel, without_anchors(&text).into_bytes()));
+            // A copy with every stage written is the lesson as it is (the
+            // classic mistakes are written against its text, anchors
+            // included); a learner's copy has no book markers.
+            let text = if through < list.stages.len() {
+                without_anchors(&text)
+            } else {
+                text
+            };
+            files.push((rel, text.into_bytes()));
         }
     }
     for (path, _) in &structs {
