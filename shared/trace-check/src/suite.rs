@@ -96,12 +96,10 @@ pub fn one_slice_per_fetch(lesson: Lesson, crawl: shared::CrawlFn) {
 /// A crawl whose only fetch fails still writes a complete trace, with the
 /// failure's kind on the fetch.
 pub fn every_fetch_failed(lesson: Lesson, crawl: shared::CrawlFn) {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.local_addr().expect("addr").port()
-        // Closed here: nothing listens on the port any more.
-    };
-    let mut config = Config::new(lesson, [format!("http://127.0.0.1:{port}/")]);
+    // Port 0, where nothing ever listens: a port closed a moment ago may be
+    // handed to another test's server meanwhile (it was, under a loaded CI).
+    let refused = shared::fixtures::server::refused_addr();
+    let mut config = Config::new(lesson, [format!("http://{refused}/")]);
     config.log = shared::log::Log::capture(shared::log::Level::Debug);
     config.max_tries = 1;
     let (report, trace) = traced_crawl(lesson, crawl, config);
