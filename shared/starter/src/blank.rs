@@ -321,7 +321,7 @@ pub fn blank_fields(found: &FoundStruct, message: &str) -> String {
             "{pad}    // (`_yours` only uses the parameters, for the compiler: remove it once a field of yours does.)\n"
         ));
         out.push_str(&format!(
-            "{pad}    _yours: std::marker::PhantomData<({},)>,\n",
+            "{pad}    _yours: std::marker::PhantomData<fn() -> ({},)>,\n",
             found.params.join(", ")
         ));
     }
@@ -489,7 +489,7 @@ impl Drop for Counter {
         );
         assert!(!out.contains("count") && !out.contains("Gone"), "{out}");
         assert!(
-            out.contains("    _yours: std::marker::PhantomData<(&'a (), T,)>,\n}"),
+            out.contains("    _yours: std::marker::PhantomData<fn() -> (&'a (), T,)>,\n}"),
             "{out}"
         );
         syn::parse_file(&out).expect("the file still parses");

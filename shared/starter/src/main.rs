@@ -674,6 +674,25 @@ fn verify(
     // Stage 1, on a real fresh starter: it compiles, and the page shows
     // `check` on it as it stops at its first red stage.
     write_starter(root, list, &scratch, 0)?;
+    // Every test target of the fresh starter compiles: its structs left to
+    // design (a placeholder where their fields were) must still satisfy
+    // every bound the tests put on them. `check` stops at the first red
+    // stage and builds no further, so this is the only place it shows.
+    run::forget_own_build(&starters_target, &scratch)?;
+    let built =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["test", "--no-run", "--quiet"])
+            .current_dir(&scratch)
+            .env("CARGO_TARGET_DIR", &starters_target)
+            .output()
+            .context("run cargo test --no-run in the fresh starter")?;
+    if !built.status.success() {
+        problems.push(format!(
+            "{}: the fresh starter's tests do not compile:\n{}",
+            list.lesson,
+            String::from_utf8_lossy(&built.stderr)
+        ));
+    }
     let fresh = run::check(list, &scratch, 1, limit, false, Some(&starters_target))?;
     let (line, found) = stage_problems(list, 1, &fresh, &scratch, limit, None)?;
     problems.extend(found);

@@ -112,7 +112,7 @@ fn a_starter_blanks_its_stages_and_leaves_the_checkout_as_it_was() {
     let core = &core[..core.find("\n}").expect("Core's closing brace")];
     assert!(
         core.contains("// stage 2: your fields, yours to choose. What they are for:")
-            && core.contains("_yours: std::marker::PhantomData<(T,)>")
+            && core.contains("_yours: std::marker::PhantomData<fn() -> (T,)>")
             && !core.contains("callbacks:"),
         "{core}"
     );
