@@ -912,20 +912,26 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
     });
 }
 
+/// `run_until_complete` of a coroutine that stops the loop, then awaits a
+/// future nobody has set: what it returned, and that future.
+fn stopped_before_its_future(event_loop: &EventLoop) -> (anyhow::Result<()>, Future<()>) {
+    let never: Future<()> = event_loop.create_future();
+    let awaited = never.clone();
+    let outcome = event_loop.run_until_complete(async move {
+        get_running_loop().stop();
+        awaited.await
+    });
+    (outcome, never)
+}
+
 /// `run_until_complete` returns the coroutine's outcome, or an error if
 /// the loop stopped first.
 #[test]
 fn run_until_complete_fails_when_the_loop_stops_first() {
     within(10, NEVER_STEPPED, || {
         let (event_loop, _clock) = test_loop();
-        let never: Future<()> = event_loop.create_future();
-        let awaited = never.clone();
-        let err = event_loop
-            .run_until_complete(async move {
-                get_running_loop().stop();
-                awaited.await
-            })
-            .unwrap_err();
+        let (outcome, never) = stopped_before_its_future(&event_loop);
+        let err = outcome.unwrap_err();
         assert!(
             err.to_string().contains("stopped before"),
             "run_until_complete when the loop stops first: expected the error \
@@ -948,12 +954,7 @@ fn run_until_complete_fails_when_the_loop_stops_first() {
 fn a_task_that_ends_after_its_loop_stopped_leaves_the_table() {
     within(10, NEVER_STEPPED, || {
         let (event_loop, _clock) = test_loop();
-        let never: Future<()> = event_loop.create_future();
-        let awaited = never.clone();
-        let outcome = event_loop.run_until_complete(async move {
-            get_running_loop().stop();
-            awaited.await
-        });
+        let (outcome, never) = stopped_before_its_future(&event_loop);
         assert!(
             outcome.is_err(),
             "run_until_complete when the loop stops first"
