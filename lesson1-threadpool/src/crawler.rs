@@ -43,7 +43,7 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic, Stranded};
+use shared::{report, Config, CrawlReport, FailKind, FetchError, FetchStatistic, Held, Stranded};
 use url::Url;
 
 use crate::fetch::{self, Fetched};
@@ -289,7 +289,7 @@ impl Crawler {
     /// URL seen is finished, or left by `--max-pages`; any other is a URL
     /// marked done without being fetched — a bug in the crawler, said as
     /// such.
-    pub fn all_done(&self) -> Result<(), Stranded> {
+    pub fn all_done(&self, held: Held) -> Result<(), Stranded> {
         let finished = self.done.lock().expect("done lock poisoned").len();
         let left = self
             .seen_count()
@@ -302,12 +302,25 @@ impl Crawler {
             queued: left.saturating_sub(in_flight),
             waiting_for_socket: 0,
             in_flight,
+            held,
         })
+    }
+
+    /// What the crawl still holds once the threads have ended: fetches
+    /// counted in flight (each a place in the socket budget) and hosts
+    /// whose robots.txt never came back. Nothing, after a sound crawl: the
+    /// guards give both back however a fetch ends.
+    pub fn held(&self) -> Held {
+        Held {
+            in_flight: self.in_flight.now(),
+            robots_pending: self.turns.robots_pending(),
+            ..Held::default()
+        }
     }
 
     /// The report, once the threads have finished. `threads` is `M` on the
     /// `Finished` line.
-    pub fn report(&self, elapsed: Duration, threads: usize) -> CrawlReport {
+    pub fn report(&self, elapsed: Duration, threads: usize, held: Held) -> CrawlReport {
         let stats = std::mem::take(&mut *self.done.lock().expect("done lock poisoned"));
         let seen = self.seen_count();
         CrawlReport {
@@ -316,6 +329,7 @@ impl Crawler {
             elapsed,
             max_tasks: threads,
             peak_in_flight: self.in_flight.peak(),
+            held,
         }
     }
     // ANCHOR_END: record

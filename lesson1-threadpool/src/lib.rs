@@ -36,6 +36,25 @@
 //! | `pool.rs` | `ThreadPool`: `n` threads looping over the queue; ending them; surviving a panic |
 //! | `polite.rs` | waiting for a URL's turn (robots.txt, `--delay`, `--max-pages`): a sleep, and a `Condvar` for another thread's robots.txt |
 //! | `examples/thread_cost.rs` | measuring what an idle thread costs in memory |
+//!
+//! ## What a fetch takes, and where it gives it back
+//!
+//! | resource | taken in | given back in, and on which ends |
+//! |---|---|---|
+//! | a place in the socket budget | `InFlight::start`, each round of `Crawler::get`, before the name is looked up | `InFlightGuard`'s `Drop` as `Crawler::get` returns: a response, every `FetchError` (`unsupported` and `dns` too), "too many open files"; and at the end of a round that waits out `Fetched::OutOfDescriptors` |
+//! | the socket's descriptor | `TcpStream::connect_timeout`, in `fetch::connect` | a failed attempt's socket is closed inside `connect_timeout`; the connected `TcpStream` is dropped at the end of `fetch::get`, after a response or any `?` in `send`/`receive` — always before the place |
+//! | a host's robots.txt, marked as being fetched | `Politeness::gate` (`Gate::FetchRobots`) | `Politeness::robots_answer` records the host's rules once its redirects and one retry are spent (an error, a timeout, a `5xx` too); `Answering`'s `Drop` then wakes the threads on `rules_known`, and after a panic marks the fetch abandoned |
+//! | the host's delay slot | `HostSchedule::next_slot`, in `gate` and `robots_answer` | nothing to give back: a slot is a time, which the thread sleeps until; a failed fetch still counts as a start |
+//! | the thread | `fetcher`, one URL per `Queue::get` | back to the loop when `Crawler::fetch` returns, which it does on every failure: each is a `FetchError` value it records, never a `?` out of it; until the queue is shut down, only a panic ends a thread |
+//! | one unfinished task | `Queue::put` | `TaskDone`'s `Drop`, once per URL, however `Crawler::fetch` returns (fetched, failed, blocked, skipped) and on a panic |
+//!
+//! There is no event loop and no pooled connection here: one request per
+//! connection. Each give-back is a guard's `Drop` or an end of scope, not a
+//! line at the end, because the failures leave early (a `return` in
+//! `connect`, a `?` in `receive`). A place kept after one refused connect
+//! would, with a budget of one, leave every other thread asleep in
+//! `InFlight::start`: the queued URLs are stranded, work is left and no
+//! thread can do it, and `join` waits forever.
 
 pub mod crawler;
 pub mod fetch;
@@ -90,7 +109,10 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // Sleeps until every URL put — the roots, and every link the threads
     // put — has been marked done; then ends and joins the threads.
     pool.wait_completion()?;
-    crawler.all_done()?;
-    Ok(crawler.report(started.elapsed(), config.threads))
+    // What the crawl still holds, now that every URL is done: nothing, if
+    // every fetch gave back what it took, however it ended.
+    let held = crawler.held();
+    crawler.all_done(held)?;
+    Ok(crawler.report(started.elapsed(), config.threads, held))
 }
 // ANCHOR_END: crawl

@@ -106,6 +106,12 @@ impl Turns {
         self.lock().over_limit()
     }
 
+    /// Hosts whose robots.txt fetch never came back (0 at a sound crawl's
+    /// end): the report's [`shared::Held::robots_pending`].
+    pub fn robots_pending(&self) -> usize {
+        self.lock().robots_pending()
+    }
+
     /// The rules, even if a thread panicked while holding them.
     fn lock(&self) -> MutexGuard<'_, Politeness> {
         self.polite.lock().unwrap_or_else(|e| e.into_inner())

@@ -18,3 +18,8 @@ fn status_line_on_a_terminal() {
 // the socket budget (see `shared::behaviour::hosts`).
 shared::hosts_suite!(shared::Lesson::One, lesson1_threadpool::crawl_with_budget);
 shared::hosts_property!(shared::Lesson::One, lesson1_threadpool::crawl_with_budget);
+
+// Every path gives back what it took: crawls where fetches fail in every
+// way a fetch can, with budgets of 1 to 3 sockets (see
+// `shared::behaviour::faults`).
+shared::faults_property!(shared::Lesson::One, lesson1_threadpool::crawl_with_budget);

@@ -169,8 +169,14 @@ fn urls_seen_and_never_finished_are_named() {
     for link in &links {
         crawler.fetch(&urls_todo, (link.to_url(), 1));
     }
+    assert_eq!(
+        crawler.held(),
+        shared::Held::default(),
+        "the https link failed before any socket, and nothing else was fetched: the crawl \
+         holds nothing"
+    );
     let stranded = crawler
-        .all_done()
+        .all_done(crawler.held())
         .expect_err("the root is seen and was never fetched: not all done");
     assert_eq!(
         (

@@ -50,7 +50,7 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{FetchSpan, Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FetchStatistic, Stranded};
+use shared::{report, Config, CrawlReport, FetchStatistic, Held, Stranded};
 use url::Url;
 
 use crate::event_loop::EventLoop;
@@ -440,7 +440,7 @@ impl Crawler {
     /// Once the loop has run out of work: were all URLs finished? URLs
     /// still to do then can never be fetched — nothing is left to run that
     /// could start them — and that is a bug in the crawler, said as such.
-    pub fn all_done(&self) -> Result<(), Stranded> {
+    pub fn all_done(&self, held: Held) -> Result<(), Stranded> {
         if self.urls_todo.is_empty() {
             return Ok(());
         }
@@ -457,12 +457,28 @@ impl Crawler {
                 .saturating_sub(waiting_for_socket + in_flight),
             waiting_for_socket,
             in_flight,
+            held,
         })
+    }
+
+    /// What the crawl still holds once the loop has stopped (asked before
+    /// `close` drops it all): fetches counted in flight (each a place in
+    /// the socket budget), hosts whose robots.txt never came back, and
+    /// sockets and timers left on the loop. Nothing, after a sound crawl:
+    /// the end of every fetch, however it ended, gave each back.
+    pub fn held(&self, event_loop: &EventLoop) -> Held {
+        Held {
+            in_flight: self.in_flight.now(),
+            robots_pending: self.turns.robots_pending(),
+            registered: event_loop.registered(),
+            timers: event_loop.pending_timers(),
+            ..Held::default()
+        }
     }
 
     /// The report, once the loop has ended. `M` on the `Finished` line is the
     /// achieved concurrency: lesson 2 has no `--threads` or `--max-tasks`.
-    pub fn report(&mut self, elapsed: Duration) -> CrawlReport {
+    pub fn report(&mut self, elapsed: Duration, held: Held) -> CrawlReport {
         CrawlReport {
             // URLs `--max-pages` left unfetched are still to do.
             todo: self.urls_todo.len() + self.turns.over_limit(),
@@ -470,6 +486,7 @@ impl Crawler {
             elapsed,
             max_tasks: self.in_flight.peak(),
             peak_in_flight: self.in_flight.peak(),
+            held,
         }
     }
     // ANCHOR_END: record

@@ -43,6 +43,26 @@
 //! | `crawler.rs` | `seen_urls`, `urls_todo`, a fetch per new link, the socket budget and the line waiting for it |
 //! | `polite.rs` | waiting for a URL's turn with callbacks: a timer at the host's slot, a list of callbacks per host for its robots.txt |
 //! | `examples/callback_memory.rs` | measuring what a fetch in flight costs: N threads (lesson 1) against N callbacks |
+//!
+//! ## What a fetch takes, and where it gives it back
+//!
+//! | resource | taken in | given back in, on which ends |
+//! |---|---|---|
+//! | the URL's place in `urls_todo` | `Crawler::fetch` | `Crawler::finished`: from `Crawler::fetched` on every `Fetched::Done` (any status, a redirect, every error), from `take_turn` for `Turn::Blocked` and `Turn::Skip`; not on `Fetched::OutOfDescriptors`, which puts the URL back in line |
+//! | a place in line (`Crawler::waiting`), pages and robots.txt alike | `start_or_wait` when the budget is spent or others wait; `out_of_descriptors` (at the head) | `fetch_waiting` pops it, called after every `Fetched::Done` by `fetched` and by `start_robots`'s `done` |
+//! | a place in flight (`InFlightGuard` in `Fetcher::counted`) | `Fetcher::connect`, at the fetch's first registered socket | `Fetcher::finish` (`counted = None`), on every end |
+//! | the socket: descriptor, registration, writer, reader | `Fetcher::connect` (`register`, `add_writer`); `send_request` (`add_reader`) | `Fetcher::close` (`deregister` drops both callbacks; dropping the `TcpStream` closes the descriptor): in `connected` for each failed address, and in `finish` |
+//! | the deadline timer | `Fetcher::fetch` (`call_later`) | `finish` (`TimerHandle::cancel`), or it fires and runs `timed_out` |
+//! | the host's robots.txt: `Rules::Fetching` and its `robots_pending` list | `Turns::wait` on `Gate::FetchRobots` | `Turns::robots_fetched` once `robots_answer` says `None` (after any redirects and the one retry of an error, timeout or 5xx): the rules are known and every waiting callback runs |
+//! | the host's slot: a `call_at` timer | `Turns::wait` on `Gate::Fetch` | it fires: `done(Turn::Fetch)`, then `take_turn` |
+//!
+//! Lesson 1 gave its budget place back in a guard's `Drop`, which also woke
+//! the next thread waiting: every path did both. Here the count is still a
+//! guard, but waking the line is a call made by a `done` callback, so every
+//! way a fetch ends must reach `Fetcher::finish`, and every `done` must call
+//! `fetch_waiting`. A path that forgets strands URLs: the loop runs out of
+//! work with `urls_todo` not empty, and `crawl` fails with
+//! `Crawler::all_done`'s error.
 
 pub mod busy_loop;
 pub mod crawler;
@@ -82,14 +102,18 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // Runs every callback until the last fetch's `done` finds `urls_todo`
     // empty and stops the loop.
     let ran = event_loop.run_forever().context("the event loop failed");
+    // What the crawl still holds now that the loop has stopped: nothing, if
+    // every fetch gave back what it took, however it ended. Counted before
+    // `close`, which drops it all.
+    let held = crawler.borrow().held(&event_loop);
     // Callbacks hold fetchers that hold the loop; drop whatever is left so
     // the loop (and any socket still open) is freed, even when `run` failed.
     event_loop.close();
     ran?;
     // The loop ends when the last URL is finished, or when it has nothing
     // left to run: then every URL must be finished too.
-    crawler.borrow().all_done()?;
-    let report = crawler.borrow_mut().report(started.elapsed());
+    crawler.borrow().all_done(held)?;
+    let report = crawler.borrow_mut().report(started.elapsed(), held);
     Ok(report)
 }
 // ANCHOR_END: crawl

@@ -220,14 +220,18 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     let crawler = Crawler::new(&config, 1).unwrap();
     {
         let mut crawler = crawler.borrow_mut();
-        assert_eq!(crawler.all_done(), Ok(()), "nothing queued yet: all done");
+        assert_eq!(
+            crawler.all_done(crawler.held(&event_loop)),
+            Ok(()),
+            "nothing queued yet: all done"
+        );
         for path in ["/a", "/b"] {
             let url = url::Url::parse(&format!("{origin}{path}")).unwrap();
             crawler.fetch(&event_loop, url, 0);
         }
         // A budget of one: /a is in flight (its socket is open), /b waits.
         let stranded = crawler
-            .all_done()
+            .all_done(crawler.held(&event_loop))
             .expect_err("two URLs started and never finished: not all done");
         assert_eq!(
             (

@@ -46,6 +46,29 @@
 //! | `crawler.rs` | lesson 2's crawl state (`seen_urls`, `urls_todo`, socket budget), a task per URL |
 //! | `polite.rs` | waiting for a URL's turn in a coroutine: a `sleep`, and a future per host for its robots.txt |
 //! | `examples/coroutine_memory.rs` | the size of a fetch's coroutine, and the memory of N fetches in flight in lessons 1, 2 and 3 |
+//!
+//! ## What a fetch takes, and where it gives it back
+//!
+//! | resource | taken in | given back in (on every end) |
+//! |---|---|---|
+//! | the URL in `urls_todo` | `Crawler::fetch` | `Crawler::finished`, once: from `fetched`, or from `take_turn` (refused by robots.txt, over `--max-pages`); an `OutOfDescriptors` end puts it back in line instead |
+//! | a place in the socket budget (`started`) | `start_fetcher`; for a robots.txt, `start` | `fetched`, `get_robots`; then `fetch_waiting` passes it to the head of the line |
+//! | the in-flight count | `InFlight::start`, in `get` after resolving | `Drop for InFlightGuard` |
+//! | the socket: descriptor, token, reader and writer | `Socket::start_connect`, `Socket::ready` | `Drop for Socket`: `EventLoop::deregister` drops both callbacks, then the stream closes |
+//! | the deadline's timer | the first poll of `wait_for`'s `Sleep` | firing, or `Drop for Sleep` (`TimerHandle::cancel`) |
+//! | the host's robots.txt under way (`robots_pending`) | `Turns::wait`, on `Gate::FetchRobots` | `Turns::wait`, once `robots_answer` says `None` (it always does: tries and redirects are bounded); `set_result` wakes the host's URLs |
+//! | the host's slot (`--delay`) | `Politeness::gate` | not given back: spent by the `sleep` until it |
+//!
+//! Anything an end forgets is lost to the rest of the crawl: a budget place
+//! kept by a timed-out fetch is one socket fewer for every later fetch, and
+//! a robots.txt that never wakes its host's URLs strands them all. Lesson 2
+//! gave everything back in `Fetcher::finish`, which each callback that could
+//! end a fetch had to remember to call. Here the guard, the socket and the
+//! timer live in the fetch's coroutine, so their `Drop` gives them back on
+//! every way out: `return`, `?`, and the drop of `get`'s coroutine at an
+//! `.await` when `wait_for`'s deadline wins. Only the crawl's own records
+//! (`started`, `urls_todo`, `robots_pending`) are still given back by hand,
+//! by the code after the `.await` (`fetched`, `get_robots`, `Turns::wait`).
 
 pub mod crawler;
 pub mod event_loop;
@@ -90,14 +113,18 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // Steps every task until the last one's `fetched` finds `urls_todo`
     // empty and stops the loop.
     let ran = event_loop.run_forever().context("the event loop failed");
+    // What the crawl still holds now that the loop has stopped: nothing, if
+    // every fetch gave back what it took, however it ended. Counted before
+    // `close`, which drops it all.
+    let held = crawler.borrow().held(&event_loop);
     // Tasks hold the loop; drop whatever is left so the loop (and any socket
     // still open) is freed, even when `run` failed.
     event_loop.close();
     ran?;
     // The loop ends when the last URL is finished, or when it has nothing
     // left to run: then every URL must be finished too.
-    crawler.borrow().all_done()?;
-    let report = crawler.borrow_mut().report(started.elapsed());
+    crawler.borrow().all_done(held)?;
+    let report = crawler.borrow_mut().report(started.elapsed(), held);
     Ok(report)
 }
 // ANCHOR_END: crawl

@@ -297,7 +297,9 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     let event_loop = EventLoop::new().unwrap();
     let crawler = Crawler::new(&config, 1).unwrap();
     assert_eq!(
-        crawler.borrow().all_done(),
+        crawler
+            .borrow()
+            .all_done(crawler.borrow().held(&event_loop)),
         Ok(()),
         "nothing queued yet: all done"
     );
@@ -307,9 +309,10 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     }
     // One turn: /a's task opens its socket; /b waits for the one socket.
     event_loop.run_once().unwrap();
+    let held = crawler.borrow().held(&event_loop);
     let stranded = crawler
         .borrow()
-        .all_done()
+        .all_done(held)
         .expect_err("two URLs started and never finished: not all done");
     assert_eq!(
         (

@@ -94,6 +94,10 @@ struct PoolInner {
     max_idle_per_host: usize,
     /// Sockets that may still be opened without waiting.
     free_slots: Cell<usize>,
+    /// Sockets the pool may hold in all: the budget, lowered when the
+    /// process turns out to have fewer descriptors (`retire_free_slots`).
+    /// Every slot not free is taken, by an open socket or a permit.
+    limit: Cell<usize>,
     /// Fetches waiting for a socket, oldest first: each is resolved with
     /// what frees up (see the module text).
     waiters: RefCell<VecDeque<Future<Grant>>>,
@@ -275,6 +279,7 @@ impl ConnectionPool {
                 hosts: RefCell::new(HashMap::new()),
                 max_idle_per_host,
                 free_slots: Cell::new(limit.max(1)),
+                limit: Cell::new(limit.max(1)),
                 waiters: RefCell::new(VecDeque::new()),
                 open: Cell::new(0),
                 opened: Cell::new(0),
@@ -398,7 +403,11 @@ impl ConnectionPool {
     /// the free slots are retired, so that fetches wait for one of the
     /// pool's sockets to close rather than each find out for itself.
     fn retire_free_slots(&self) {
-        self.inner.free_slots.set(0);
+        // The free slots, and the one whose connect just failed, leave the
+        // budget for good.
+        let retired = self.inner.free_slots.replace(0) + 1;
+        let limit = &self.inner.limit;
+        limit.set(limit.get().saturating_sub(retired));
     }
 
     /// A connect failed for want of a descriptor while the pool has sockets
@@ -510,6 +519,16 @@ impl ConnectionPool {
     /// Sockets open now (idle or in use).
     pub fn open_count(&self) -> usize {
         self.inner.open.get()
+    }
+
+    /// Places of the budget taken now, by an open socket (idle or in use)
+    /// or a permit to open one: 0 once every fetch has given its place
+    /// back and the idle connections are closed.
+    pub fn taken_count(&self) -> usize {
+        self.inner
+            .limit
+            .get()
+            .saturating_sub(self.inner.free_slots.get())
     }
 
     /// Connections opened so far.

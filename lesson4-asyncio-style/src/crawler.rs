@@ -50,7 +50,7 @@ use shared::page::{self, Analysis};
 use shared::polite::Turn;
 use shared::status::Progress;
 use shared::trace::{self, Lane, Phase, Trace};
-use shared::{report, Config, CrawlReport, FetchError, FetchStatistic, Stranded};
+use shared::{report, Config, CrawlReport, FetchError, FetchStatistic, Held, Stranded};
 use url::Url;
 
 use crate::connection_pool::{ConnectionPool, OutOfDescriptors, MAX_IDLE_PER_HOST};
@@ -100,6 +100,12 @@ pub struct Crawler {
     t0: Cell<Instant>,
     /// When it ended (`None` while it runs).
     t1: Cell<Option<Instant>>,
+    /// The workers, while the crawl runs: one that is done and was not
+    /// cancelled ended on its own, which a failed fetch must never make it.
+    workers: RefCell<Vec<Task<()>>>,
+    /// What the loop still held as `crawl` ended (sockets registered,
+    /// timers set): asked while the loop runs, since `run` closes it after.
+    loop_held: Cell<Held>,
 }
 
 impl Crawler {
@@ -127,6 +133,8 @@ impl Crawler {
             turns: Turns::new(config),
             t0: Cell::new(Instant::now()),
             t1: Cell::new(None),
+            workers: RefCell::new(Vec::new()),
+            loop_held: Cell::new(Held::default()),
             roots,
         };
         // Roots are exempt from `--exclude`: they are queued without asking
@@ -153,6 +161,7 @@ impl Crawler {
         let workers: Vec<Task<()>> = (1..=self.max_tasks)
             .map(|worker| event_loop.create_task(self.clone().work(worker)))
             .collect();
+        *self.workers.borrow_mut() = workers.clone();
         self.q.join().await?;
         for worker in &workers {
             worker.cancel();
@@ -167,6 +176,11 @@ impl Crawler {
             }
         }
         self.session.pool.close();
+        self.loop_held.set(Held {
+            registered: event_loop.registered(),
+            timers: event_loop.pending_timers(),
+            ..Held::default()
+        });
         self.t1.set(Some(Instant::now()));
         Ok(())
     }
@@ -407,7 +421,7 @@ impl Crawler {
     /// Once the loop has ended: were all URLs finished? URLs still to do
     /// mean the loop stalled (see [`crate::event_loop::run`]) with nothing
     /// left that could fetch them: a bug in the crawler, said as such.
-    pub fn all_done(&self) -> Result<(), Stranded> {
+    pub fn all_done(&self, held: Held) -> Result<(), Stranded> {
         let left = self.q.unfinished_tasks();
         if left == 0 {
             return Ok(());
@@ -418,12 +432,34 @@ impl Crawler {
             queued: left.saturating_sub(waiting_for_socket + in_flight),
             waiting_for_socket,
             in_flight,
+            held,
         })
+    }
+
+    /// What the crawl still holds once the loop has ended: fetches counted
+    /// in flight, places of the socket budget taken (the idle connections
+    /// were closed at the end of `crawl`), hosts whose robots.txt never came
+    /// back, workers that ended on their own, and what the loop held as
+    /// `crawl` ended. Nothing, after a sound crawl.
+    pub fn held(&self) -> Held {
+        let workers_lost = self
+            .workers
+            .borrow()
+            .iter()
+            .filter(|worker| worker.done() && !worker.cancelled())
+            .count();
+        Held {
+            in_flight: self.session.in_flight.now(),
+            sockets: self.session.pool.taken_count(),
+            robots_pending: self.turns.robots_pending(),
+            workers_lost,
+            ..self.loop_held.get()
+        }
     }
 
     /// The report, once `crawl` has returned: it takes the statistics, so
     /// it is asked for once.
-    pub fn report(&self) -> CrawlReport {
+    pub fn report(&self, held: Held) -> CrawlReport {
         let end = self.t1.get().unwrap_or_else(Instant::now);
         CrawlReport {
             // Taken, not copied: the crawl is over (as in lessons 1–3).
@@ -434,6 +470,7 @@ impl Crawler {
             // URLs `--max-pages` left unfetched were marked done in the
             // queue, but are still to do.
             todo: self.q.unfinished_tasks() + self.turns.over_limit(),
+            held,
         }
     }
 }

@@ -37,6 +37,28 @@
 //! | [`fetch`] | one attempt at a URL, with a deadline | `session.get(url, allow_redirects=False)` |
 //! | [`crawler`] | the original chapter's `Crawler`: workers, retries, redirects through the queue | `crawling.py` |
 //! | [`polite`] | lesson 3's wait for a URL's turn, on this runtime (cancellation, results that move) | `urllib.robotparser`, `asyncio.sleep` |
+//!
+//! ## What a fetch takes, and where it gives it back
+//!
+//! | resource | taken in | given back in |
+//! |---|---|---|
+//! | a place in the socket budget | `ConnectionPool::acquire`: a `Permit`, or a `Grant` handed to a waiting fetch | `Permit`'s `Drop` while no connection holds it (unsupported URL, resolve or connect failure, deadline, cancellation), then `Connection`'s `Drop`: both `PoolInner::give_slot`; kept across a resend by `ConnectionPool::reopen`; retired on `EMFILE` (`Permit::forget`) |
+//! | the socket and its registration | `Socket::start_connect` (`EventLoop::register`) | `Socket`'s `Drop` (`EventLoop::deregister`), on every end but a kept connection |
+//! | a reader or a writer | `Socket::wait` | `Wait`'s `Drop`: woken, cancelled or dropped by the deadline |
+//! | the deadline's timer | `wait_for`'s `Sleep` (`EventLoop::wake_at`) | fired, or `Sleep`'s `Drop` (`WakeTimer::cancel`) |
+//! | the pooled connection | `acquire` (`Grant::Reuse`) or `ConnectionPool::connect` | `ConnectionPool::release` after a complete, `reusable` response (to a waiter or idle, `PoolInner::give`); dropped, closed, on every other end |
+//! | the count in flight | `InFlight::start` | `InFlightGuard`'s `Drop` |
+//! | robots.txt in progress for a host | `Politeness::gate` (`Gate::FetchRobots`), in `Turns::wait` | `Politeness::robots_answer` returning `None`, whatever came back, then the host's future resolved |
+//! | the URL's queue item | `Queue::put_nowait` | one `Queue::task_done`: in `work` after the fetch, or at the end of `Crawler::wait_for_turn` |
+//! | the worker | `Crawler::crawl` | only its cancellation: `Crawler::fetch` records every failure and returns `Ok` |
+//!
+//! Every end of a fetch — a response, each error, a deadline that drops the
+//! attempt, a retry, a stale connection resent — passes through these, so
+//! nothing is left behind: one place lost per refused connect, or a worker
+//! ended by one failure, and the crawl would stall with URLs still queued.
+//! Since lesson 3: the budget was a count (`started`) taken back by hand;
+//! now a place is a value (a `Permit`, then the `Connection` holding it),
+//! the workers outlive every error, and `task_done` ends every item.
 
 pub mod connection_pool;
 pub mod crawler;
@@ -70,10 +92,13 @@ pub fn crawl(config: &Config) -> anyhow::Result<CrawlReport> {
 pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Result<CrawlReport> {
     let crawler = Rc::new(Crawler::new(config, socket_budget)?);
     let ran = event_loop::run(crawler.clone().crawl());
+    // What the crawl still holds: nothing, if every fetch gave back what it
+    // took, however it ended.
+    let held = crawler.held();
     // A loop that stalled with URLs left ends `run` with an error; which
-    // URLs were left, and where, says more.
-    crawler.all_done()?;
+    // URLs were left, where, and what was not given back, says more.
+    crawler.all_done(held)?;
     ran?;
-    Ok(crawler.report())
+    Ok(crawler.report(held))
 }
 // ANCHOR_END: crawl

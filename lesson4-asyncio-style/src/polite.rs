@@ -127,4 +127,10 @@ impl Turns {
     pub fn over_limit(&self) -> usize {
         self.polite.borrow().over_limit()
     }
+
+    /// Hosts whose robots.txt fetch never came back (0 at a sound crawl's
+    /// end): the report's [`shared::Held::robots_pending`].
+    pub fn robots_pending(&self) -> usize {
+        self.polite.borrow().robots_pending()
+    }
 }

@@ -27,3 +27,11 @@ shared::hosts_property!(
     shared::Lesson::Four,
     lesson4_asyncio_style::crawl_with_budget
 );
+
+// Every path gives back what it took: crawls where fetches fail in every
+// way a fetch can, with budgets of 1 to 3 sockets (see
+// `shared::behaviour::faults`).
+shared::faults_property!(
+    shared::Lesson::Four,
+    lesson4_asyncio_style::crawl_with_budget
+);

@@ -713,7 +713,7 @@ fn roots_are_normalized_deduplicated_and_queued_once() {
         "the crawler's roots: normalized (scheme added, fragment dropped) and deduplicated"
     );
     assert_eq!(
-        crawler.report().todo,
+        crawler.report(crawler.held()).todo,
         2,
         "Todo before crawling: both roots queued, once each"
     );

@@ -30,6 +30,7 @@
 //! The suite itself is tested in `shared/tests/reference_crawl.rs` against a
 //! tiny sequential crawler, so a broken case shows up before any lesson runs it.
 
+pub mod faults;
 pub mod hosts;
 
 use std::collections::BTreeSet;
@@ -77,7 +78,11 @@ fn crawl_within_deadline_with(
         Ok(Ok(report)) => report,
         Ok(Err(e)) => panic!("crawl returned an error: {e}"),
         Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("crawl did not finish within {CASE_DEADLINE:?}")
+            panic!(
+                "crawl did not finish within {CASE_DEADLINE:?}. A crawl that never ends is most \
+                 often waiting for something a fetch took and never gave back: a place in the \
+                 socket budget, a host's robots.txt answer, a queue item never marked done"
+            )
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("crawl panicked"),
     }
@@ -130,6 +135,13 @@ pub fn assert_consistent(report: &CrawlReport) {
     for s in &report.stats {
         assert!(s.num_new_urls <= s.num_urls, "{}: NEW > TOTAL", s.url);
     }
+    assert!(
+        report.held.is_clear(),
+        "the crawl ended holding what its fetches took: {}. Every fetch, however it ends \
+         (a page, an error, a timeout, a redirect), must give back what it took\n{}",
+        report.held,
+        report.render()
+    );
 }
 
 fn set(urls: &[String]) -> BTreeSet<String> {

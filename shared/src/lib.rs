@@ -43,7 +43,7 @@ pub mod status;
 pub mod trace;
 
 pub use cli::{Config, Lesson};
-pub use report::{CrawlReport, Stranded};
+pub use report::{CrawlReport, Held, Stranded};
 pub use stats::{Blocked, FailKind, FetchError, FetchStatistic};
 
 /// The signature every lesson's `crawl` has: the behaviour suite, the demo and

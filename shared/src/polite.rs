@@ -313,6 +313,17 @@ impl Politeness {
     pub fn over_limit(&self) -> usize {
         self.over_limit
     }
+
+    /// Hosts whose robots.txt fetch was started ([`Gate::FetchRobots`])
+    /// and never answered ([`Politeness::robots_answer`] or
+    /// [`Politeness::robots_abandoned`]): 0 at the end of a sound crawl,
+    /// whatever its robots.txt fetches met.
+    pub fn robots_pending(&self) -> usize {
+        self.rules
+            .values()
+            .filter(|rules| matches!(rules, Rules::Fetching))
+            .count()
+    }
 }
 
 #[cfg(test)]

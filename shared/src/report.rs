@@ -27,14 +27,115 @@ pub struct CrawlReport {
     pub peak_in_flight: usize,
     /// URLs queued but not finished (0 after a complete crawl).
     pub todo: usize,
+    /// What the crawl still held when it ended: nothing, after a crawl
+    /// whose every fetch gave back what it took, however it ended.
+    pub held: Held,
+}
+
+/// What a crawl still holds once its last URL is finished. Every fetch
+/// takes something — a place in the socket budget, a socket and its
+/// registration with the event loop, a timer for its deadline, a host's
+/// robots.txt turn — and must give it back on *every* way it can end, a
+/// failure as much as a page. All zero after a sound crawl; a figure that
+/// is not names the resource some path kept. Each lesson fills in what its
+/// model has (the others stay 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Fetches still counted in flight. In lessons 1 and 2 this count *is*
+    /// the socket budget: one still counted is a place never given back.
+    pub in_flight: usize,
+    /// Places of the socket budget still taken where the budget is kept
+    /// apart from the count in flight: lesson 3's fetches started, lesson
+    /// 4's open sockets and permits (after the pool closed its idle
+    /// connections).
+    pub sockets: usize,
+    /// Hosts whose robots.txt fetch was started and never answered: their
+    /// URLs wait for rules that never come.
+    pub robots_pending: usize,
+    /// Workers that ended before the crawl did (lesson 4's worker tasks: a
+    /// failed fetch must not end its worker). Lesson 1's threads end only
+    /// by a panic, which its pool reports as the crawl's error.
+    pub workers_lost: usize,
+    /// Sockets still registered with the event loop (lessons 2–4).
+    pub registered: usize,
+    /// Timers still set on the event loop (lessons 2–4): a deadline not
+    /// called off when its fetch ended.
+    pub timers: usize,
+}
+
+impl Held {
+    /// Nothing held: every figure 0.
+    pub fn is_clear(&self) -> bool {
+        *self == Held::default()
+    }
+}
+
+impl fmt::Display for Held {
+    /// The figures that are not 0, each with the resource it counts, e.g.
+    /// `2 fetches still counted in flight (their places in the socket
+    /// budget never given back)`; `nothing held` when all are 0.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural =
+            |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+        let mut parts: Vec<String> = Vec::new();
+        if self.in_flight > 0 {
+            parts.push(format!(
+                "{} {} still counted in flight ({} in the socket budget never given back)",
+                self.in_flight,
+                plural(self.in_flight, "fetch", "fetches"),
+                plural(self.in_flight, "its place", "their places"),
+            ));
+        }
+        if self.sockets > 0 {
+            parts.push(format!(
+                "{} {} of the socket budget still taken (never given back when a fetch \
+                 ended)",
+                self.sockets,
+                plural(self.sockets, "place", "places"),
+            ));
+        }
+        if self.robots_pending > 0 {
+            parts.push(format!(
+                "{} {} robots.txt fetch never answered (the URLs waiting for its rules wait for \
+                 ever)",
+                self.robots_pending,
+                plural(self.robots_pending, "host's", "hosts'"),
+            ));
+        }
+        if self.workers_lost > 0 {
+            parts.push(format!(
+                "{} {} ended before the crawl did (a failed fetch must not end its worker)",
+                self.workers_lost,
+                plural(self.workers_lost, "worker", "workers"),
+            ));
+        }
+        if self.registered > 0 {
+            parts.push(format!(
+                "{} {} still registered with the event loop (never closed)",
+                self.registered,
+                plural(self.registered, "socket", "sockets"),
+            ));
+        }
+        if self.timers > 0 {
+            parts.push(format!(
+                "{} {} still set on the event loop (a deadline not called off)",
+                self.timers,
+                plural(self.timers, "timer", "timers"),
+            ));
+        }
+        if parts.is_empty() {
+            return f.write_str("nothing held");
+        }
+        f.write_str(&parts.join("; "))
+    }
 }
 
 /// A crawl that ran out of things to do with URLs still to do that no
 /// stated limit accounts for (`--max-pages`, robots.txt): an internal error
 /// of the crawler, never the site's fault. A lesson whose loop or pool finds
 /// nothing in flight and nothing to run while URLs wait returns this,
-/// naming where the URLs were, instead of a report that silently leaves
-/// them out.
+/// naming where the URLs were and what was not given back, instead of a
+/// report that silently leaves them out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stranded {
     /// Seen, and waiting for their turn (robots.txt, a host's slot) or for
@@ -44,6 +145,9 @@ pub struct Stranded {
     pub waiting_for_socket: usize,
     /// Fetches in flight.
     pub in_flight: usize,
+    /// What the crawl still held when it stopped: the count that does not
+    /// add up, when one does not.
+    pub held: Held,
 }
 
 impl Stranded {
@@ -54,19 +158,41 @@ impl Stranded {
 }
 
 impl fmt::Display for Stranded {
+    /// Where the URLs were, then the one explanation that fits: what was
+    /// not given back when something was; URLs waiting for a socket while
+    /// the budget is whole; or URLs queued with nothing left to take them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "internal error: the crawl ran out of work with {} URL(s) still to do ({} queued, \
              {} waiting for a socket, {} in flight). This is a bug in the crawler, not a \
-             problem with the site: every fetch that holds a socket, robots.txt included, \
-             must count against the socket budget, and the end of each must let a fetch \
-             waiting for a socket go",
+             problem with the site: ",
             self.total(),
             self.queued,
             self.waiting_for_socket,
             self.in_flight
-        )
+        )?;
+        if !self.held.is_clear() {
+            write!(
+                f,
+                "not given back: {}. A fetch must give back what it took on every way it can \
+                 end, a failure as much as a page",
+                self.held
+            )
+        } else if self.waiting_for_socket > 0 {
+            f.write_str(
+                "fetches wait for a socket while the socket budget has every place free. \
+                 Every fetch that holds a socket, robots.txt included, must count against \
+                 the socket budget, and the end of each must let a fetch waiting for a \
+                 socket go",
+            )
+        } else {
+            f.write_str(
+                "URLs are queued with nothing left to take them. Every URL queued must be \
+                 taken, fetched and marked done, and whatever waits for a URL's turn must \
+                 be woken when it comes",
+            )
+        }
     }
 }
 
@@ -347,6 +473,7 @@ mod tests {
             queued: 4,
             waiting_for_socket: 2,
             in_flight: 1,
+            held: Held::default(),
         };
         let text = stranded.to_string();
         assert!(text.starts_with("internal error: "), "{text}");
@@ -355,6 +482,58 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("not a problem with the site"), "{text}");
+    }
+
+    /// The explanation names the count that does not add up, and blames the
+    /// socket budget only when it is whole and fetches still wait for it.
+    #[test]
+    fn stranded_urls_name_what_was_not_given_back() {
+        let stranded = |waiting_for_socket, held| Stranded {
+            queued: 2,
+            waiting_for_socket,
+            in_flight: 0,
+            held,
+        };
+        let lost = stranded(
+            0,
+            Held {
+                workers_lost: 2,
+                ..Held::default()
+            },
+        )
+        .to_string();
+        assert!(
+            lost.contains("not given back: 2 workers ended before the crawl did"),
+            "{lost}"
+        );
+        assert!(!lost.contains("socket budget"), "{lost}");
+        let leaked = stranded(
+            3,
+            Held {
+                in_flight: 1,
+                timers: 1,
+                ..Held::default()
+            },
+        )
+        .to_string();
+        assert!(
+            leaked.contains(
+                "1 fetch still counted in flight (its place in the socket budget never given \
+                 back); 1 timer still set on the event loop"
+            ),
+            "{leaked}"
+        );
+        let line = stranded(3, Held::default()).to_string();
+        assert!(
+            line.contains("the end of each must let a fetch waiting for a socket go"),
+            "{line}"
+        );
+        let queued = stranded(0, Held::default()).to_string();
+        assert!(
+            queued.contains("queued with nothing left to take them"),
+            "{queued}"
+        );
+        assert_eq!(Held::default().to_string(), "nothing held");
     }
 
     fn stat(url: &str) -> FetchStatistic {
@@ -408,6 +587,7 @@ mod tests {
             max_tasks: 4,
             peak_in_flight: 3,
             todo: 0,
+            held: Held::default(),
         }
     }
 

@@ -46,6 +46,7 @@ fn crawl_ok(config: &Config) -> anyhow::Result<CrawlReport> {
         max_tasks: 1,
         peak_in_flight: 1,
         todo: 0,
+        held: shared::Held::default(),
     })
 }
 

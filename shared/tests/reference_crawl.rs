@@ -135,6 +135,7 @@ fn reference_crawl(config: &Config) -> anyhow::Result<CrawlReport> {
         max_tasks: 1,
         peak_in_flight: 1,
         todo: polite.over_limit(),
+        held: shared::Held::default(),
     })
 }
 
