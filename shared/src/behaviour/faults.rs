@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use super::{assert_consistent, crawl_within_deadline_with, show_lines, url_diff, CrawlWithBudget};
+use super::{assert_consistent, show_lines, try_crawl_within_deadline, url_diff, CrawlWithBudget};
 use crate::cli::{Config, Lesson};
 use crate::fixtures::server::{refused_addr, Route, Site, TestServer};
 use crate::fixtures::sitegen::Rng;
@@ -84,8 +84,10 @@ impl Answer {
             Answer::Closed => Route::html(body).drop_first(usize::MAX),
             Answer::CutShort => Route::html(body).content_length_lie(BODY_LIMIT / 2),
             Answer::NotHttp => Route::raw("this is not HTTP\r\n\r\n"),
-            Answer::TooLarge => Route::body("text/html", vec![b'x'; 2 * BODY_LIMIT]),
-            Answer::Stall => Route::stall(),
+            // Both leave the connection open, with the answer unread or
+            // still to come: a client that used it again would read that.
+            Answer::TooLarge => Route::body("text/html", vec![b'x'; 2 * BODY_LIMIT]).failing(),
+            Answer::Stall => Route::stall().failing(),
         }
     }
 }
@@ -313,15 +315,21 @@ impl FaultsCase {
             ..Limits::default()
         };
         let budget = self.budget.max(1);
-        let report = crawl_within_deadline_with(move |c| crawl_with_budget(c, budget), &config);
+        let report = try_crawl_within_deadline(move |c| crawl_with_budget(c, budget), &config)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{what}: {e}\nlog lines:\n{}",
+                    show_lines(&config.log.lines())
+                )
+            });
         served.check(&report, &config.log.lines(), &what);
     }
 }
 
 /// A [`FaultsSite`] served, and its answer key.
 struct Served {
-    /// The live hosts' servers (kept to the end of the check).
-    _servers: Vec<TestServer>,
+    /// The live hosts' servers.
+    servers: Vec<TestServer>,
     /// The roots, as URLs.
     roots: Vec<String>,
     /// Per URL a correct crawl reports, what it reports.
@@ -468,7 +476,7 @@ impl Served {
             })
             .collect();
         Served {
-            _servers: servers,
+            servers,
             roots,
             expected,
         }
@@ -539,6 +547,18 @@ impl Served {
                 } else {
                     "no server sent a status line, so it is 1"
                 },
+                report.render()
+            );
+        }
+        for server in &self.servers {
+            assert_eq!(
+                server.requests_after_failure(),
+                0,
+                "{what}: {} got a request on a connection whose last answer had failed (a body \
+                 over the limit, or no answer before the deadline). A connection goes back to \
+                 the pool only after a complete response that allows it, never after an \
+                 error\n{}",
+                server.origin(),
                 report.render()
             );
         }
