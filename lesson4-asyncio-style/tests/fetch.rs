@@ -256,3 +256,76 @@ fn in_flight_counts_the_peak_not_the_total() {
         "the most fetches in flight at once (the peak, not the total of three)"
     );
 }
+
+/// A fetch that fails gives back its place and never its connection: a
+/// body over the limit (the server keeps the connection open, the rest of
+/// the body still coming), then a page on the same host. The failed
+/// connection must be closed, not kept idle, and the second fetch must
+/// come on a new one.
+#[test]
+fn a_failed_exchange_closes_its_connection_and_gives_its_place_back() {
+    within(20, STUCK, || {
+        let server = TestServer::start(
+            Site::new()
+                .route(
+                    "/big",
+                    Route::body("text/html", vec![b'x'; 64 * 1024]).failing(),
+                )
+                .page("/next", "next"),
+        );
+        let session = Rc::new(Session::new(
+            // One socket in all: a place not given back shows at once.
+            ConnectionPool::new(2, 1),
+            Duration::from_secs(5),
+            Limits {
+                max_body_bytes: 1024,
+                ..Limits::default()
+            },
+            "crawler-course",
+            Log::capture(Level::Debug),
+        ));
+        let big = Url::parse(&server.url("/big")).expect("a fixture URL parses");
+        let next = Url::parse(&server.url("/next")).expect("a fixture URL parses");
+        let on_loop = session.clone();
+        let (failed, idle_after_failure, taken_after_failure, second) = run(async move {
+            let failed = fetch(&on_loop, &big).await;
+            let idle = on_loop.pool.idle_count();
+            let taken = on_loop.pool.taken_count();
+            let second = fetch(&on_loop, &next).await;
+            Ok((failed, idle, taken, second))
+        })
+        .expect("the loop ran the fetches");
+        let kind = failed
+            .err()
+            .map(|err| FetchError::from_anyhow(&err).kind);
+        assert_eq!(
+            kind,
+            Some(FailKind::TooLarge),
+            "a body over the 1 KiB limit is a `too_large` failure"
+        );
+        assert_eq!(
+            idle_after_failure, 0,
+            "a fetch that failed (a body over the limit) put its connection back in the pool: \
+             a connection is kept only after a complete response that allows it, never after \
+             an error (its unread rest would be the next request's answer)"
+        );
+        assert_eq!(
+            taken_after_failure, 0,
+            "a fetch that failed (a body over the limit) did not give its place in the socket \
+             budget back: with a budget of one, every later fetch would wait for ever"
+        );
+        match second {
+            Ok(response) => assert_eq!(
+                response.body, b"next",
+                "the page after the failure, whole, on a connection of its own"
+            ),
+            Err(err) => panic!("the page after the failed fetch failed too: {err:#}"),
+        }
+        assert_eq!(
+            server.requests_after_failure(),
+            0,
+            "a request came on the connection whose answer was too large: a connection goes \
+             back to the pool only after a complete response, never after an error"
+        );
+    });
+}
