@@ -295,9 +295,7 @@ fn a_failed_exchange_closes_its_connection_and_gives_its_place_back() {
             Ok((failed, idle, taken, second))
         })
         .expect("the loop ran the fetches");
-        let kind = failed
-            .err()
-            .map(|err| FetchError::from_anyhow(&err).kind);
+        let kind = failed.err().map(|err| FetchError::from_anyhow(&err).kind);
         assert_eq!(
             kind,
             Some(FailKind::TooLarge),
