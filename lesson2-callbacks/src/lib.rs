@@ -109,10 +109,12 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // Callbacks hold fetchers that hold the loop; drop whatever is left so
     // the loop (and any socket still open) is freed, even when `run` failed.
     event_loop.close();
-    ran?;
     // The loop ends when the last URL is finished, or when it has nothing
-    // left to run: then every URL must be finished too.
+    // left to run: then every URL must be finished too. URLs left say more
+    // than the loop's own error: where they were, and what was not given
+    // back.
     crawler.borrow().all_done(held)?;
+    ran?;
     let report = crawler.borrow_mut().report(started.elapsed(), held);
     Ok(report)
 }

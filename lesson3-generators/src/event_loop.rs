@@ -319,6 +319,10 @@ struct LoopInner {
     running: Cell<bool>,
     /// `close()` was called: nothing may be scheduled any more.
     closed: Cell<bool>,
+    /// Set by [`EventLoop::error_on_stall`]: a loop with nothing left to
+    /// wait for (see [`EventLoop::stalled`]) ends `run_forever` with an
+    /// error rather than sleeping forever.
+    stall_is_error: Cell<bool>,
     /// Where the loop reads the time.
     clock: Rc<dyn Clock>,
     /// `--trace`: where each turn is recorded (off unless asked for).
@@ -359,6 +363,7 @@ impl EventLoop {
                 stopping: Cell::new(false),
                 running: Cell::new(false),
                 closed: Cell::new(false),
+                stall_is_error: Cell::new(false),
                 clock,
                 trace: RefCell::new(Trace::off()),
             }),
@@ -674,6 +679,12 @@ impl EventLoop {
         // Wake-ups that came while the loop was not running.
         self.drain_remote();
         let result = loop {
+            if self.inner.stall_is_error.get() && self.stalled() {
+                break Err(io::Error::other(
+                    "the event loop has stalled: no callback ready, no timer, no socket, and \
+                     it was not stopped",
+                ));
+            }
             if let Err(err) = self.run_once() {
                 break Err(err);
             }
@@ -683,6 +694,31 @@ impl EventLoop {
         };
         self.inner.stopping.set(false);
         result
+    }
+
+    /// From now on, a loop with nothing left to wait for ends `run_forever`
+    /// with an error. For a program that knows no other thread will wake
+    /// it — the crawler — that is a bug to report, where a plain loop would
+    /// sleep in `poll` forever.
+    pub fn error_on_stall(&self) {
+        self.inner.stall_is_error.set(true);
+    }
+
+    /// Has the loop nothing left to wait for? No callback ready, no timer,
+    /// no socket registered, no wake-up from another thread in: its next
+    /// turn would wait in `poll` for something only another thread could
+    /// do.
+    pub fn stalled(&self) -> bool {
+        let inner = &self.inner;
+        inner.ready.borrow().is_empty()
+            && inner.timers.borrow().is_empty()
+            && self.registered() == 0
+            && !inner.stopping.get()
+            && inner
+                .remote
+                .woken
+                .lock()
+                .is_ok_and(|woken| woken.is_empty())
     }
 
     /// Leave `run_forever` after the current turn.

@@ -103,6 +103,9 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     let started = Instant::now();
     let event_loop = EventLoop::new().context("cannot create the event loop")?;
     event_loop.set_trace(config.trace.clone());
+    // No other thread wakes this loop: with nothing left to wait for, it
+    // ends with an error instead of sleeping forever.
+    event_loop.error_on_stall();
     let crawler = Crawler::new(config, socket_budget)?;
     {
         let mut crawler = crawler.borrow_mut();
@@ -120,10 +123,12 @@ pub fn crawl_with_budget(config: &Config, socket_budget: usize) -> anyhow::Resul
     // Tasks hold the loop; drop whatever is left so the loop (and any socket
     // still open) is freed, even when `run` failed.
     event_loop.close();
-    ran?;
     // The loop ends when the last URL is finished, or when it has nothing
-    // left to run: then every URL must be finished too.
+    // left to run: then every URL must be finished too. URLs left say more
+    // than the loop's own error: where they were, and what was not given
+    // back.
     crawler.borrow().all_done(held)?;
+    ran?;
     let report = crawler.borrow_mut().report(started.elapsed(), held);
     Ok(report)
 }

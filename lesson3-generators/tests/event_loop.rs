@@ -386,3 +386,40 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
         "callbacks run after run_forever was called again: the loop runs after a stop"
     );
 }
+
+/// A loop told that no other thread will wake it ends `run_forever` with an
+/// error once nothing is left to wait for — no callback, timer or socket —
+/// instead of sleeping in `poll` forever. Without the word, it is not
+/// `stalled` while a timer is set, and the callbacks run.
+#[test]
+fn a_loop_with_nothing_left_to_wait_for_ends_with_an_error_when_asked() {
+    let event_loop = EventLoop::new().unwrap();
+    let ran = Rc::new(Cell::new(0));
+    let counter = Rc::clone(&ran);
+    event_loop.call_later(Duration::from_millis(1), move || {
+        counter.set(counter.get() + 1)
+    });
+    assert!(
+        !event_loop.stalled(),
+        "a loop with a timer set is not stalled: the timer will run"
+    );
+    event_loop.error_on_stall();
+    let result = event_loop.run_forever();
+    assert_eq!(
+        ran.get(),
+        1,
+        "the timer ran before the loop had nothing left"
+    );
+    let err = result.expect_err(
+        "after its only timer ran, the loop has nothing left to wait for: `run_forever` must \
+         end with an error, not sleep in `poll` forever",
+    );
+    assert!(
+        err.to_string().contains("the event loop has stalled"),
+        "the error says the loop stalled: {err}"
+    );
+    assert!(
+        event_loop.stalled(),
+        "nothing ready, no timer, no socket: stalled"
+    );
+}
