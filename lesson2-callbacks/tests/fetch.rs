@@ -65,13 +65,23 @@ fn fetcher(
     url: &str,
     timeout: Duration,
 ) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Option<Fetched>>>) {
+    fetcher_counted_in(event_loop, url, timeout, Rc::new(InFlight::default()))
+}
+
+/// [`fetcher`], counted in flight in `in_flight`.
+fn fetcher_counted_in(
+    event_loop: &EventLoop,
+    url: &str,
+    timeout: Duration,
+    in_flight: Rc<InFlight>,
+) -> (Rc<RefCell<Fetcher>>, Rc<RefCell<Option<Fetched>>>) {
     let outcome = Rc::new(RefCell::new(None));
     let store = Rc::clone(&outcome);
     let fetcher = Fetcher::new(
         event_loop,
         Url::parse(url).unwrap(),
         Rc::new(Resolver::new()),
-        Rc::new(InFlight::default()),
+        in_flight,
         timeout,
         Limits::default(),
         "crawler-course",
@@ -88,9 +98,12 @@ fn fetch_one(url: &str, timeout: Duration) -> Fetched {
     let owned = url.to_owned();
     within(
         timeout.as_secs() + 20,
-        "the fetch did not end: look for a step that retries an error forever (one taken \
-         for `WouldBlock` or `Interrupted`), or a socket left waiting with no deadline \
-         armed (`timed_out` through `call_later`)",
+        "the fetch did not end, or the loop did not empty after it: look for a step that \
+         retries an error forever (one taken for `WouldBlock` or `Interrupted`), a socket left \
+         waiting with no deadline armed (`timed_out` through `call_later`), or a socket left \
+         registered with the loop (every socket a fetch opens must be closed, which \
+         deregisters it, before the fetch moves on: a refused address's before the next is \
+         tried)",
         move || fetch_one_here(&owned, timeout),
     )
 }
@@ -98,13 +111,41 @@ fn fetch_one(url: &str, timeout: Duration) -> Fetched {
 /// [`fetch_one`]'s fetch, on the calling thread.
 fn fetch_one_here(url: &str, timeout: Duration) -> Fetched {
     let event_loop = EventLoop::new().unwrap();
-    let (fetcher, outcome) = fetcher(&event_loop, url, timeout);
+    let in_flight = Rc::new(InFlight::default());
+    let (fetcher, outcome) = fetcher_counted_in(&event_loop, url, timeout, in_flight.clone());
     fetcher.borrow_mut().fetch(FetchSpan::off());
     // From here on only the loop's callbacks keep the fetcher alive.
     let weak = Rc::downgrade(&fetcher);
     drop(fetcher);
-    // No `stop`: the loop ends when nothing is left to wait for.
-    event_loop.run_forever().unwrap();
+    // No `stop`: the loop ends when nothing is left to wait for, or when
+    // `done` has been told and only a timer is left (a deadline `finish`
+    // forgot), so that the test can say which.
+    while event_loop.has_work() && outcome.borrow().is_none() {
+        event_loop.run_once().unwrap();
+    }
+    let ended = outcome
+        .borrow()
+        .as_ref()
+        .map(|fetched| format!("{fetched:?}"))
+        .unwrap_or_default();
+    assert_eq!(
+        event_loop.pending_timers(),
+        0,
+        "timers still set after the fetch ended ({ended}): `finish` must cancel the fetch's \
+         deadline, however the fetch ends"
+    );
+    assert_eq!(
+        event_loop.registered(),
+        0,
+        "sockets still registered after the fetch ended ({ended}): every socket the fetch \
+         opened must be closed (`close` deregisters it), however the fetch ends"
+    );
+    assert_eq!(
+        in_flight.now(),
+        0,
+        "the fetch still counts in flight after it ended ({ended}): `finish` must give back \
+         its place, however the fetch ends"
+    );
     assert!(!event_loop.has_work(), "{event_loop:?}");
     assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");
     outcome.take().expect("done was called")
@@ -294,7 +335,19 @@ fn a_refused_address_is_skipped_for_the_next() {
             // As if the host had resolved to two addresses, the first one dead.
             fetcher.borrow_mut().connect_any(vec![closed, addr]);
             drop(fetcher);
-            event_loop.run_forever().unwrap();
+            // Until `done` has been told, or nothing is left to wait for.
+            while event_loop.has_work() && outcome.borrow().is_none() {
+                event_loop.run_once().unwrap();
+            }
+            if outcome.borrow().is_some() {
+                assert_eq!(
+                    event_loop.registered(),
+                    0,
+                    "a socket still registered after the fetch ended: the refused address's \
+                     socket was not closed before the next address was tried (`close` \
+                     deregisters it)"
+                );
+            }
             outcome.take()
         },
     );
