@@ -233,10 +233,13 @@ impl Fetcher {
                     }
                     Err(err) => self.connect_error = Some(err),
                 },
-                // Others will close their sockets: wait for one. (With
-                // nothing in flight, nothing would: the error is the URL's.)
-                Err(err) if net::is_out_of_descriptors(&err) && self.in_flight.now() > 0 => {
-                    let in_flight = self.in_flight.now();
+                // Others will close their sockets: wait for one. (With no
+                // other fetch in flight, nothing would: the error is the
+                // URL's.) This fetch counts itself once its first address's
+                // socket was registered; it holds none now, so it is not
+                // one of the others.
+                Err(err) if net::is_out_of_descriptors(&err) && self.others_in_flight() > 0 => {
+                    let in_flight = self.others_in_flight();
                     return self.finish(Fetched::OutOfDescriptors { in_flight });
                 }
                 // Some errors come at once (no route, refused on some
@@ -368,6 +371,11 @@ impl Fetcher {
         self.finish(Fetched::Done(Err(err)));
     }
     // ANCHOR_END: timed_out
+
+    /// Fetches in flight besides this one.
+    fn others_in_flight(&self) -> usize {
+        self.in_flight.now() - usize::from(self.counted.is_some())
+    }
 
     // ANCHOR: finish
     /// End the fetch: close the socket, cancel the deadline, and tell the

@@ -69,29 +69,30 @@ fn crawl_within_deadline_with(
     crawl: impl FnOnce(&Config) -> anyhow::Result<CrawlReport> + Send + 'static,
     config: &Config,
 ) -> CrawlReport {
-    match try_crawl_within_deadline(crawl, config) {
+    match try_crawl_within_deadline(crawl, config, CASE_DEADLINE) {
         Ok(report) => report,
         Err(e) => panic!("{e}"),
     }
 }
 
-/// Run `crawl` on another thread and wait at most [`CASE_DEADLINE`] for
-/// it: its report, or what went wrong (its error, a panic, the deadline),
-/// for a failure message that also names the case.
+/// Run `crawl` on another thread and wait at most `deadline` for it: its
+/// report, or what went wrong (its error, a panic, the deadline), for a
+/// failure message that also names the case.
 fn try_crawl_within_deadline(
     crawl: impl FnOnce(&Config) -> anyhow::Result<CrawlReport> + Send + 'static,
     config: &Config,
+    deadline: Duration,
 ) -> Result<CrawlReport, String> {
     let (tx, rx) = mpsc::channel();
     let config = config.clone();
     std::thread::spawn(move || {
         let _ = tx.send(crawl(&config).map_err(|e| format!("{e:#}")));
     });
-    match rx.recv_timeout(CASE_DEADLINE) {
+    match rx.recv_timeout(deadline) {
         Ok(Ok(report)) => Ok(report),
         Ok(Err(e)) => Err(format!("crawl returned an error: {e}")),
         Err(mpsc::RecvTimeoutError::Timeout) => Err(format!(
-            "crawl did not finish within {CASE_DEADLINE:?}. A crawl that never ends is most \
+            "crawl did not finish within {deadline:?}. A crawl that never ends is most \
              often waiting for something a fetch took and never gave back: a place in the \
              socket budget, a host's robots.txt answer, a queue item never marked done"
         )),

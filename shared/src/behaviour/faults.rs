@@ -101,6 +101,11 @@ pub const BODY_LIMIT: usize = 16 * 1024;
 /// this process's own servers, long before it.
 pub const FAULT_TIMEOUT: Duration = Duration::from_millis(700);
 
+/// No fault case may take longer: a few seconds at most even with a stall
+/// and two tries, so a crawl that hangs (a place in the budget never given
+/// back, in a lesson that waits for it) fails well within a minute.
+pub const FAULT_CASE_DEADLINE: Duration = Duration::from_secs(20);
+
 /// The path of page `i`.
 fn path(i: usize) -> String {
     match i {
@@ -315,8 +320,9 @@ impl FaultsCase {
             ..Limits::default()
         };
         let budget = self.budget.max(1);
-        let report = try_crawl_within_deadline(move |c| crawl_with_budget(c, budget), &config)
-            .unwrap_or_else(|e| {
+        let crawl = move |c: &Config| crawl_with_budget(c, budget);
+        let report =
+            try_crawl_within_deadline(crawl, &config, FAULT_CASE_DEADLINE).unwrap_or_else(|e| {
                 panic!(
                     "{what}: {e}\nlog lines:\n{}",
                     show_lines(&config.log.lines())
