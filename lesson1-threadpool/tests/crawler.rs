@@ -189,3 +189,39 @@ fn urls_seen_and_never_finished_are_named() {
          left, queued ({stranded})"
     );
 }
+
+/// What the crawl holds while a fetch is in flight: its place in the socket
+/// budget, which `held` names; and nothing once the fetch has ended, failed
+/// as it is (the server never answers, the deadline passes).
+#[test]
+fn held_names_a_fetch_in_flight_and_nothing_after_it_ends() {
+    use shared::fixtures::server::{Route, Site, TestServer};
+    let server = TestServer::start(Site::new().route("/", Route::stall()));
+    let mut config = Config::new(shared::Lesson::One, [server.url("/")]);
+    config.obey_robots = false;
+    config.timeout = Duration::from_millis(500);
+    config.log = shared::log::Log::capture(shared::log::Level::Error);
+    let crawler = Arc::new(Crawler::new(&config, 1).unwrap());
+    let root = crawler.roots()[0].clone();
+    let fetching = {
+        let crawler = Arc::clone(&crawler);
+        thread::spawn(move || crawler.fetch(&Queue::new(), (root, 0)))
+    };
+    assert!(
+        server.wait_for_requests(1, Duration::from_secs(10)),
+        "the fetch never reached the server"
+    );
+    let during = crawler.held();
+    fetching.join().expect("the fetch's thread");
+    let after = crawler.held();
+    assert_eq!(
+        during.in_flight, 1,
+        "while the fetch waits for its answer, the crawl holds its place in the socket \
+         budget ({during})"
+    );
+    assert_eq!(
+        after,
+        shared::Held::default(),
+        "once the fetch has ended (a timeout), the crawl holds nothing ({after})"
+    );
+}

@@ -230,6 +230,13 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
             crawler.fetch(&event_loop, url, 0);
         }
         // A budget of one: /a is in flight (its socket is open), /b waits.
+        let held = crawler.held(&event_loop);
+        assert_eq!(
+            (held.in_flight, held.registered, held.timers),
+            (1, 1, 1),
+            "what the crawl holds with /a in flight: its place in the budget, its socket on \
+             the loop and its deadline ({held})"
+        );
         let stranded = crawler
             .all_done(crawler.held(&event_loop))
             .expect_err("two URLs started and never finished: not all done");

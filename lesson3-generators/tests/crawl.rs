@@ -310,6 +310,12 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     // One turn: /a's task opens its socket; /b waits for the one socket.
     event_loop.run_once().unwrap();
     let held = crawler.borrow().held(&event_loop);
+    assert_eq!(
+        (held.in_flight, held.sockets, held.registered, held.timers),
+        (1, 1, 1, 1),
+        "what the crawl holds with /a in flight: counted in flight, its place in the budget \
+         (`started`), its socket on the loop and its deadline ({held})"
+    );
     let stranded = crawler
         .borrow()
         .all_done(held)
