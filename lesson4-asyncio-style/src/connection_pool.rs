@@ -131,6 +131,19 @@ pub enum Grant {
     Open(Permit),
 }
 
+/// A fetch's place in the line for a socket, given up if the fetch is
+/// cancelled (or dropped) while it waits: its future is cancelled, and
+/// [`PoolInner::give`] passes it by. A waiter already handed its grant is
+/// done, and cancelling it does nothing: the grant is dropped with it, and
+/// gives its slot back.
+struct LeaveLineOnDrop(Future<Grant>);
+
+impl Drop for LeaveLineOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 /// A connect found no file descriptor left, though the budget allowed one
 /// more: the real limit is lower. Its slot and every free one are retired,
 /// so the pool shrinks to the sockets it holds, and the fetch acquires
@@ -311,6 +324,10 @@ impl ConnectionPool {
         } else {
             let waiter = get_running_loop().create_future();
             self.inner.waiters.borrow_mut().push_back(waiter.clone());
+            // A fetch cancelled while it waits leaves the line: `give`
+            // passes a cancelled waiter by, so what frees up goes to a
+            // fetch that can use it.
+            let _in_line = LeaveLineOnDrop(waiter.clone());
             waiter.await.context("waiting for a free socket")?
         };
         Ok(match grant {
@@ -511,9 +528,15 @@ impl ConnectionPool {
             .sum()
     }
 
-    /// Fetches waiting for a socket now.
+    /// Fetches waiting for a socket now (not those cancelled, which `give`
+    /// will pass by).
     pub fn waiting_count(&self) -> usize {
-        self.inner.waiters.borrow().len()
+        self.inner
+            .waiters
+            .borrow()
+            .iter()
+            .filter(|waiter| !waiter.done())
+            .count()
     }
 
     /// Sockets open now (idle or in use).

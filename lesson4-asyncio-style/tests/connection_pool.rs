@@ -359,3 +359,52 @@ fn a_connect_abandoned_by_its_deadline_gives_its_socket_back() {
         .unwrap();
     });
 }
+
+/// A fetch cancelled while it waits for a socket leaves the line: the
+/// connection released next is kept idle for the next fetch, not handed to
+/// the cancelled one (which would drop it, closing a connection that could
+/// have been reused), and the cancelled fetch no longer counts as waiting.
+#[test]
+fn a_fetch_cancelled_while_it_waits_for_a_socket_leaves_the_line() {
+    within(20, POOL_STUCK, || {
+        let server = TestServer::start(Site::new().page("/", "x"));
+        let url = root(&server);
+        run(async move {
+            let pool = ConnectionPool::new(10, 1);
+            let held = connect(&pool, &url, false).await?;
+            let (pool2, url2) = (pool.clone(), url.clone());
+            let waiting = get_running_loop()
+                .create_task(async move { connect(&pool2, &url2, false).await.map(drop) });
+            sleep(Duration::from_millis(20)).await?;
+            assert_eq!(
+                pool.waiting_count(),
+                1,
+                "one fetch waits for the one socket"
+            );
+            waiting.cancel();
+            sleep(Duration::from_millis(20)).await?;
+            assert!(waiting.cancelled(), "the waiting fetch was cancelled");
+            assert_eq!(
+                pool.waiting_count(),
+                0,
+                "a fetch cancelled while it waits for a socket still counts as waiting: it \
+                 must leave the line (its waiter cancelled when its `acquire` is dropped)"
+            );
+            pool.release(held, true);
+            assert_eq!(
+                pool.idle_count(),
+                1,
+                "the connection released after the waiting fetch was cancelled was not kept \
+                 idle: it went to the cancelled fetch, which dropped it. `give` must pass a \
+                 cancelled waiter by"
+            );
+            assert_eq!(
+                pool.taken_count(),
+                1,
+                "the budget's one place is held by the idle connection, and only by it"
+            );
+            Ok(())
+        })
+        .unwrap();
+    });
+}
