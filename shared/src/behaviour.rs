@@ -1531,6 +1531,9 @@ fn crawl_out_of_descriptors(
         report.todo, 0,
         "Todo: URLs seen but never finished; none after a complete crawl"
     );
+    // And nothing held at the end: a place retired for want of a
+    // descriptor leaves the budget for good, every other comes back.
+    assert_consistent(&report);
     let lines = config.log.lines();
     // Every URL answers at its first try, so a line about a try means a
     // wait was counted as one: `try N for URL raised ...` (the wait itself
