@@ -79,7 +79,7 @@ fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
             "1",
         ])
         .env(NO_FD_CHILD, "1")
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
@@ -100,11 +100,13 @@ fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut stderr = String::new();
-    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
+    // The child's test harness prints a failure's message on stdout.
+    let mut printed = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed);
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut printed);
     assert!(
         status.success(),
         "the one-thread crawl with no descriptor left (this test, rerun under ulimit -n \
-         64) failed; it printed:\n{stderr}"
+         64) failed; it printed:\n{printed}"
     );
 }

@@ -567,3 +567,96 @@ fn a_connection_reset_while_the_response_is_awaited_is_the_reads_error() {
          (`connection closed before the response`); {err}"
     );
 }
+
+/// Set in the child process that
+/// `no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error` starts
+/// (this test binary again, under a low `ulimit -n`).
+const NO_FD_CHILD: &str = "LESSON2_FETCH_NO_FD_CHILD";
+
+/// Every descriptor in use and no other fetch in flight: the socket cannot
+/// be made and no fetch will ever free a descriptor, so the fetch ends as a
+/// `connect` error, `too many open files` — not `OutOfDescriptors`, which
+/// would put it back in line to wait for an end that never comes. It runs
+/// in a child process under `ulimit -n 64`, because using up the
+/// descriptors would fail every other test of this process meanwhile.
+#[test]
+fn no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error() {
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    if std::env::var_os(NO_FD_CHILD).is_some() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        // The loop's own descriptors first; then use up every one left.
+        let event_loop = EventLoop::new().unwrap();
+        let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(5));
+        let mut held = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            held.push(file);
+            assert!(held.len() < 1_000, "ulimit -n 64 did not limit the files");
+        }
+        fetcher.borrow_mut().fetch(FetchSpan::off());
+        drop(fetcher);
+        while event_loop.has_work() && outcome.borrow().is_none() {
+            event_loop.run_once().unwrap();
+        }
+        drop(held);
+        let fetched = outcome.take().expect("done was called");
+        let error = match fetched {
+            Fetched::Done(Err(error)) => error,
+            other => panic!(
+                "no descriptor left and no other fetch in flight: the fetch must end as a \
+                 `connect` error, `too many open files`, not {other:?} (with no other fetch \
+                 in flight, none will ever free a descriptor: `OutOfDescriptors` would wait \
+                 for ever)"
+            ),
+        };
+        assert_eq!(
+            (error.kind, error.message.as_str()),
+            (FailKind::Connect, "too many open files"),
+            "the error of a fetch with no descriptor left and no other fetch in flight"
+        );
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(exe)
+        .args([
+            "--exact",
+            "no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error",
+            "--test-threads",
+            "1",
+        ])
+        .env(NO_FD_CHILD, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > give_up {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "a fetch with no descriptor left (this test, rerun under ulimit -n 64) did \
+                 not end within 30 s: with no other fetch in flight it must end as a \
+                 `connect` error, `too many open files`"
+            );
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    // The child's test harness prints a failure's message on stdout.
+    let mut printed = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut printed);
+    let _ = child.stderr.take().unwrap().read_to_string(&mut printed);
+    assert!(
+        status.success(),
+        "a fetch with no descriptor left (this test, rerun under ulimit -n 64) failed; it \
+         printed:\n{printed}"
+    );
+}
