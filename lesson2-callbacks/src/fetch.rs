@@ -233,13 +233,11 @@ impl Fetcher {
                     }
                     Err(err) => self.connect_error = Some(err),
                 },
-                // Others will close their sockets: wait for one. (With no
-                // other fetch in flight, nothing would: the error is the
-                // URL's.) This fetch counts itself once its first address's
-                // socket was registered; it holds none now, so it is not
-                // one of the others.
-                Err(err) if net::is_out_of_descriptors(&err) && self.others_in_flight() > 0 => {
-                    let in_flight = self.others_in_flight();
+                // Others will close their sockets: wait for one. (With
+                // nothing in flight, nothing would: the error is the URL's.)
+                // This fetch holds no socket now, so it does not count.
+                Err(err) if net::is_out_of_descriptors(&err) && self.in_flight.now() > 0 => {
+                    let in_flight = self.in_flight.now();
                     return self.finish(Fetched::OutOfDescriptors { in_flight });
                 }
                 // Some errors come at once (no route, refused on some
@@ -274,8 +272,12 @@ impl Fetcher {
         };
         if let Some(err) = failure {
             // This address failed: close its socket and try the next one.
+            // Holding no socket until then, the fetch does not count in
+            // flight: out of descriptors at the next address, it must not
+            // count itself among the fetches that will free one.
             self.connect_error = Some(err);
             self.close();
+            self.counted = None;
             return self.connect();
         }
         trace::phase(Phase::Send);
@@ -371,11 +373,6 @@ impl Fetcher {
         self.finish(Fetched::Done(Err(err)));
     }
     // ANCHOR_END: timed_out
-
-    /// Fetches in flight besides this one.
-    fn others_in_flight(&self) -> usize {
-        self.in_flight.now() - usize::from(self.counted.is_some())
-    }
 
     // ANCHOR: finish
     /// End the fetch: close the socket, cancel the deadline, and tell the
