@@ -50,7 +50,7 @@
 //! |---|---|---|
 //! | the URL's place in `urls_todo` | `Crawler::fetch` | `Crawler::finished`: from `Crawler::fetched` on every `Fetched::Done` (any status, a redirect, every error), from `take_turn` for `Turn::Blocked` and `Turn::Skip`; not on `Fetched::OutOfDescriptors`, which puts the URL back in line |
 //! | a place in line (`Crawler::waiting`), pages and robots.txt alike | `start_or_wait` when the budget is spent or others wait; `out_of_descriptors` (at the head) | `fetch_waiting` pops it, called after every `Fetched::Done` by `fetched` and by `start_robots`'s `done` |
-//! | a place in flight (`InFlightGuard` in `Fetcher::counted`) | `Fetcher::connect`, at the fetch's first registered socket | `Fetcher::finish` (`counted = None`), on every end |
+//! | a place in flight (`InFlightGuard` in `Fetcher::counted`) | `Fetcher::connect`, when a socket is registered | `Fetcher::connected` when that address fails; `Fetcher::finish` (`counted = None`) on every end |
 //! | the socket: descriptor, registration, writer, reader | `Fetcher::connect` (`register`, `add_writer`); `send_request` (`add_reader`) | `Fetcher::close` (`deregister` drops both callbacks; dropping the `TcpStream` closes the descriptor): in `connected` for each failed address, and in `finish` |
 //! | the deadline timer | `Fetcher::fetch` (`call_later`) | `finish` (`TimerHandle::cancel`), or it fires and runs `timed_out` |
 //! | the host's robots.txt: `Rules::Fetching` and its `robots_pending` list | `Turns::wait` on `Gate::FetchRobots` | `Turns::robots_fetched` once `robots_answer` says `None` (after any redirects and the one retry of an error, timeout or 5xx): the rules are known and every waiting callback runs |
