@@ -332,3 +332,105 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     );
     event_loop.close();
 }
+
+/// Set in the child process that
+/// `no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors`
+/// starts (this test binary again, under a low `ulimit -n`).
+const NO_FD_CHILD: &str = "LESSON3_CRAWL_NO_FD_CHILD";
+
+/// Every descriptor in use and nothing in flight: neither the host's
+/// robots.txt nor its page can have a socket, and no fetch will ever free
+/// one. Each must end as a `connect` error, `too many open files` (the
+/// robots.txt's leaves the host with no rules, so the page is fetched, and
+/// fails the same way), not go back in line to wait for an end that never
+/// comes. It runs in a child process under `ulimit -n 64`, because using up
+/// the descriptors would fail every other test of this process meanwhile.
+#[test]
+fn no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors() {
+    use lesson3_generators::crawler::Crawler;
+    use lesson3_generators::event_loop::EventLoop;
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::Instant;
+
+    if std::env::var_os(NO_FD_CHILD).is_some() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let root = format!("http://{}/", listener.local_addr().unwrap());
+        let mut config = Config::new(Lesson::Three, [root.clone()]);
+        config.log = Log::capture(Level::Debug);
+        // The loop's own descriptors first; then use up every one left.
+        let event_loop = EventLoop::new().unwrap();
+        event_loop.error_on_stall();
+        let crawler = Crawler::new(&config, 100).unwrap();
+        let mut held = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            held.push(file);
+            assert!(held.len() < 1_000, "ulimit -n 64 did not limit the files");
+        }
+        let url = url::Url::parse(&root).unwrap();
+        crawler.borrow_mut().fetch(&event_loop, url, 0);
+        let ran = event_loop.run_forever();
+        drop(held);
+        let held_at_end = crawler.borrow().held(&event_loop);
+        let done = crawler.borrow().all_done(held_at_end);
+        let lines = config.log.lines();
+        assert!(
+            ran.is_ok() && done.is_ok(),
+            "with no descriptor left and nothing in flight, the crawl must end (robots.txt \
+             and the page each a `connect` error, `too many open files`), not wait for a \
+             descriptor no fetch will free: {ran:?} {done:?}\nlog lines:\n{}",
+            lines.join("\n")
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("{root} error"))
+                    && l.ends_with("too many open files")),
+            "the page's line: `{root} error connect too many open files`\nlog lines:\n{}",
+            lines.join("\n")
+        );
+        event_loop.close();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(exe)
+        .args([
+            "--exact",
+            "no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors",
+            "--test-threads",
+            "1",
+        ])
+        .env(NO_FD_CHILD, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > give_up {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "a crawl with no descriptor left (this test, rerun under ulimit -n 64) did \
+                 not end within 30 s: with nothing in flight, a fetch that finds no \
+                 descriptor must end as a `connect` error, `too many open files`"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The child's test harness prints a failure's message on stdout.
+    let mut printed = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut printed);
+    let _ = child.stderr.take().unwrap().read_to_string(&mut printed);
+    assert!(
+        status.success(),
+        "a crawl with no descriptor left (this test, rerun under ulimit -n 64) failed; it \
+         printed:\n{printed}"
+    );
+}
