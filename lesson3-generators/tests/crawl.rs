@@ -434,3 +434,28 @@ fn no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors() 
          printed:\n{printed}"
     );
 }
+
+/// While a host's robots.txt is being fetched, the crawl holds that host's
+/// turn: `held` counts it, so that a robots.txt fetch whose end forgot to
+/// hand the host its rules is named when the crawl stops with URLs left.
+#[test]
+fn held_counts_a_robots_txt_not_answered_yet() {
+    use lesson3_generators::crawler::Crawler;
+    use lesson3_generators::event_loop::EventLoop;
+    // Accepts connections (the backlog) and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let mut config = Config::new(Lesson::Three, [format!("{origin}/")]);
+    config.log = Log::capture(Level::Error);
+    let event_loop = EventLoop::new().unwrap();
+    let crawler = Crawler::new(&config, 1).unwrap();
+    let url = url::Url::parse(&format!("{origin}/")).unwrap();
+    crawler.borrow_mut().fetch(&event_loop, url, 0);
+    event_loop.run_once().unwrap();
+    let held = crawler.borrow().held(&event_loop);
+    assert_eq!(
+        held.robots_pending, 1,
+        "the host's robots.txt is being fetched: the crawl holds its turn ({held})"
+    );
+    event_loop.close();
+}
