@@ -657,6 +657,11 @@ macro_rules! faults_property {
                 cases: faults::fault_cases(),
                 rng_seed: ::proptest::test_runner::RngSeed::Fixed(faults::faults_seed($lesson)),
                 failure_persistence: None,
+                // A failing case is shown after a few seconds of shrinking
+                // at most: every case of a leaking crawl fails, and some
+                // wait out a deadline.
+                max_shrink_time: 3_000,
+                max_shrink_iters: 64,
                 ..ProptestConfig::default()
             };
             let case = (
