@@ -34,8 +34,7 @@ const NO_FD_CHILD: &str = "LESSON1_CRAWL_NO_FD_CHILD";
 fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
     use shared::fixtures::server::{Site, TestServer};
     use shared::log::{Level, Log};
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     if std::env::var_os(NO_FD_CHILD).is_some() {
         let server = TestServer::start(Site::new().page("/", "no links"));
@@ -67,46 +66,12 @@ fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
         );
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
-        .arg(exe)
-        .args([
-            "--exact",
-            "no_descriptor_and_nothing_in_flight_is_a_connect_error",
-            "--test-threads",
-            "1",
-        ])
-        .env(NO_FD_CHILD, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
-    let give_up = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > give_up {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "a one-thread crawl with no descriptor left (this test, rerun under ulimit \
-                 -n 64) did not end within 30 s: with no other fetch in flight, \
-                 `Crawler::get` must return a `connect` error, `too many open files`, \
-                 instead of waiting for a descriptor no fetch will free"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // The child's test harness prints a failure's message on stdout.
-    let mut printed = String::new();
-    let _ = std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed);
-    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut printed);
-    assert!(
-        status.success(),
-        "the one-thread crawl with no descriptor left (this test, rerun under ulimit -n \
-         64) failed; it printed:\n{printed}"
+    shared::behaviour::rerun_test_under_limit(
+        "no_descriptor_and_nothing_in_flight_is_a_connect_error",
+        NO_FD_CHILD,
+        64,
+        "a one-thread crawl with no descriptor left, where `Crawler::get` must return a \
+         `connect` error, `too many open files`, instead of waiting for a descriptor no \
+         fetch will free",
     );
 }

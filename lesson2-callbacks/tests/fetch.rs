@@ -581,9 +581,6 @@ const NO_FD_CHILD: &str = "LESSON2_FETCH_NO_FD_CHILD";
 /// descriptors would fail every other test of this process meanwhile.
 #[test]
 fn no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error() {
-    use std::process::{Command, Stdio};
-    use std::time::Instant;
-
     if std::env::var_os(NO_FD_CHILD).is_some() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
@@ -618,45 +615,11 @@ fn no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error() {
         );
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
-        .arg(exe)
-        .args([
-            "--exact",
-            "no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error",
-            "--test-threads",
-            "1",
-        ])
-        .env(NO_FD_CHILD, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
-    let give_up = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > give_up {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "a fetch with no descriptor left (this test, rerun under ulimit -n 64) did \
-                 not end within 30 s: with no other fetch in flight it must end as a \
-                 `connect` error, `too many open files`"
-            );
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
-    // The child's test harness prints a failure's message on stdout.
-    let mut printed = String::new();
-    let _ = child.stdout.take().unwrap().read_to_string(&mut printed);
-    let _ = child.stderr.take().unwrap().read_to_string(&mut printed);
-    assert!(
-        status.success(),
-        "a fetch with no descriptor left (this test, rerun under ulimit -n 64) failed; it \
-         printed:\n{printed}"
+    shared::behaviour::rerun_test_under_limit(
+        "no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error",
+        NO_FD_CHILD,
+        64,
+        "a fetch with no descriptor left and no other fetch in flight, which must end as \
+         a `connect` error, `too many open files`",
     );
 }

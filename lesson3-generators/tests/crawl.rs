@@ -349,9 +349,6 @@ const NO_FD_CHILD: &str = "LESSON3_CRAWL_NO_FD_CHILD";
 fn no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors() {
     use lesson3_generators::crawler::Crawler;
     use lesson3_generators::event_loop::EventLoop;
-    use std::io::Read;
-    use std::process::Stdio;
-    use std::time::Instant;
 
     if std::env::var_os(NO_FD_CHILD).is_some() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -392,46 +389,12 @@ fn no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors() 
         event_loop.close();
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
-        .arg(exe)
-        .args([
-            "--exact",
-            "no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors",
-            "--test-threads",
-            "1",
-        ])
-        .env(NO_FD_CHILD, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running the test binary under `sh -c 'ulimit -n 64 && ...'`");
-    let give_up = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > give_up {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "a crawl with no descriptor left (this test, rerun under ulimit -n 64) did \
-                 not end within 30 s: with nothing in flight, a fetch that finds no \
-                 descriptor must end as a `connect` error, `too many open files`"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // The child's test harness prints a failure's message on stdout.
-    let mut printed = String::new();
-    let _ = child.stdout.take().unwrap().read_to_string(&mut printed);
-    let _ = child.stderr.take().unwrap().read_to_string(&mut printed);
-    assert!(
-        status.success(),
-        "a crawl with no descriptor left (this test, rerun under ulimit -n 64) failed; it \
-         printed:\n{printed}"
+    shared::behaviour::rerun_test_under_limit(
+        "no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors",
+        NO_FD_CHILD,
+        64,
+        "a crawl with no descriptor left and nothing in flight, whose robots.txt and page \
+         must each end as a `connect` error, `too many open files`",
     );
 }
 

@@ -1078,6 +1078,33 @@ pub fn command_under_limit(
     command
 }
 
+/// Run the calling test again, alone, in a child process (this same test
+/// binary) that may open at most `fd_limit` files, with the environment
+/// variable `child_variable` set: the child sees it and does the test's
+/// real work, which would fail every other test of this process if it used
+/// up the descriptors here. The test fails, naming `what` and showing what
+/// the child printed (its harness prints a failure's message on stdout),
+/// when the child fails or runs past [`CASE_DEADLINE`].
+pub fn rerun_test_under_limit(test: &str, child_variable: &str, fd_limit: usize, what: &str) {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => panic!("the test binary's path: {e}"),
+    };
+    let mut command = command_under_limit(exe, Some(fd_limit));
+    command
+        .args(["--exact", test, "--test-threads", "1"])
+        .env(child_variable, "1");
+    let what = format!("{what} (this test, rerun under ulimit -n {fd_limit})");
+    let run = run_within_deadline(command, &what);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{what} failed; it printed:\n{}{}",
+        run.stdout,
+        run.stderr
+    );
+}
+
 /// Run a lesson's `program` with `args` in a process that may open at most
 /// `fd_limit` files (`None`: the inherited limit), for at most
 /// [`CASE_DEADLINE`]. The limit is set with the shell's `ulimit -n`, so no
