@@ -75,54 +75,47 @@ impl fmt::Display for Held {
     /// `2 fetches still counted in flight (their places in the socket
     /// budget never given back)`; `nothing held` when all are 0.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plural =
-            |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
-        let mut parts: Vec<String> = Vec::new();
-        if self.in_flight > 0 {
-            parts.push(format!(
-                "{} {} still counted in flight ({} in the socket budget never given back)",
+        // Each figure, with what it counts said for one and for several.
+        let figures = [
+            (
                 self.in_flight,
-                plural(self.in_flight, "fetch", "fetches"),
-                plural(self.in_flight, "its place", "their places"),
-            ));
-        }
-        if self.sockets > 0 {
-            parts.push(format!(
-                "{} {} of the socket budget still taken (never given back when a fetch \
-                 ended)",
+                "fetch still counted in flight (its place in the socket budget never given back)",
+                "fetches still counted in flight (their places in the socket budget never given \
+                 back)",
+            ),
+            (
                 self.sockets,
-                plural(self.sockets, "place", "places"),
-            ));
-        }
-        if self.robots_pending > 0 {
-            parts.push(format!(
-                "{} {} robots.txt fetch never answered (the URLs waiting for its rules wait for \
-                 ever)",
+                "place of the socket budget still taken (never given back when a fetch ended)",
+                "places of the socket budget still taken (never given back when a fetch ended)",
+            ),
+            (
                 self.robots_pending,
-                plural(self.robots_pending, "host's", "hosts'"),
-            ));
-        }
-        if self.workers_lost > 0 {
-            parts.push(format!(
-                "{} {} ended before the crawl did (a failed fetch must not end its worker)",
+                "host's robots.txt fetch never answered (the URLs waiting for its rules wait for \
+                 ever)",
+                "hosts' robots.txt fetch never answered (the URLs waiting for its rules wait for \
+                 ever)",
+            ),
+            (
                 self.workers_lost,
-                plural(self.workers_lost, "worker", "workers"),
-            ));
-        }
-        if self.registered > 0 {
-            parts.push(format!(
-                "{} {} still registered with the event loop (never closed)",
+                "worker ended before the crawl did (a failed fetch must not end its worker)",
+                "workers ended before the crawl did (a failed fetch must not end its worker)",
+            ),
+            (
                 self.registered,
-                plural(self.registered, "socket", "sockets"),
-            ));
-        }
-        if self.timers > 0 {
-            parts.push(format!(
-                "{} {} still set on the event loop (a deadline not called off)",
+                "socket still registered with the event loop (never closed)",
+                "sockets still registered with the event loop (never closed)",
+            ),
+            (
                 self.timers,
-                plural(self.timers, "timer", "timers"),
-            ));
-        }
+                "timer still set on the event loop (a deadline not called off)",
+                "timers still set on the event loop (a deadline not called off)",
+            ),
+        ];
+        let parts: Vec<String> = figures
+            .iter()
+            .filter(|(n, _, _)| *n > 0)
+            .map(|&(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+            .collect();
         if parts.is_empty() {
             return f.write_str("nothing held");
         }

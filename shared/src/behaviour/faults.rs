@@ -27,9 +27,9 @@
 //! more, [`FAULTS_CASE_VARIABLE`] runs one case alone.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::net::TcpListener;
 use std::time::Duration;
 
+use super::hosts::listen_on_loopback;
 use super::{assert_consistent, show_lines, try_crawl_within_deadline, url_diff, CrawlWithBudget};
 use crate::cli::{Config, Lesson};
 use crate::fixtures::server::{refused_addr, Route, Site, TestServer};
@@ -345,21 +345,8 @@ struct Served {
 impl Served {
     /// Start a server per live host and work out the answer key.
     fn start(site: &FaultsSite, obey_robots: bool) -> Served {
-        let listeners: Vec<TcpListener> = site
-            .pages
-            .iter()
-            .map(|_| match TcpListener::bind("127.0.0.1:0") {
-                Ok(listener) => listener,
-                Err(e) => panic!("cannot listen on 127.0.0.1: {e}"),
-            })
-            .collect();
-        let ports: Vec<u16> = listeners
-            .iter()
-            .map(|l| match l.local_addr() {
-                Ok(addr) => addr.port(),
-                Err(e) => panic!("a listener's address: {e}"),
-            })
-            .collect();
+        // Listen first: a page names other hosts' ports.
+        let (listeners, ports) = listen_on_loopback(site.pages.len());
         let origin = |h: usize| format!("http://127.0.0.1:{}", ports[h]);
         let url = |target: Target, page: usize| match target {
             Target::Host(h) => format!("{}{}", origin(h), path(page)),

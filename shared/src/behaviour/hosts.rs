@@ -109,6 +109,26 @@ fn page_path(page: Option<usize>) -> String {
     }
 }
 
+/// `n` listeners on 127.0.0.1, each on a port of its own, and their ports:
+/// one per host of a site spread over several hosts, bound before any page
+/// is written, since pages name the other hosts' ports.
+pub(crate) fn listen_on_loopback(n: usize) -> (Vec<TcpListener>, Vec<u16>) {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| match TcpListener::bind("127.0.0.1:0") {
+            Ok(listener) => listener,
+            Err(e) => panic!("cannot listen on 127.0.0.1: {e}"),
+        })
+        .collect();
+    let ports = listeners
+        .iter()
+        .map(|l| match l.local_addr() {
+            Ok(addr) => addr.port(),
+            Err(e) => panic!("a listener's address: {e}"),
+        })
+        .collect();
+    (listeners, ports)
+}
+
 /// What a correct crawl reports for one URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expected {
@@ -133,20 +153,10 @@ impl Hosts {
     /// Start one server per host of `spec` and work out the answer key.
     pub fn start(spec: &HostsSpec) -> Hosts {
         // Listen first: a page names other hosts' ports.
-        let listeners: Vec<TcpListener> = spec
-            .hosts
+        let (listeners, ports) = listen_on_loopback(spec.hosts.len());
+        let origins: Vec<String> = ports
             .iter()
-            .map(|_| match TcpListener::bind("127.0.0.1:0") {
-                Ok(listener) => listener,
-                Err(e) => panic!("cannot listen on 127.0.0.1: {e}"),
-            })
-            .collect();
-        let origins: Vec<String> = listeners
-            .iter()
-            .map(|l| match l.local_addr() {
-                Ok(addr) => format!("http://{addr}"),
-                Err(e) => panic!("a listener's address: {e}"),
-            })
+            .map(|port| format!("http://127.0.0.1:{port}"))
             .collect();
         let url =
             |host: usize, page: Option<usize>| format!("{}{}", origins[host], page_path(page));
