@@ -393,10 +393,11 @@ impl Crawler {
             match fetch(&self.session, url).await {
                 Err(err) if err.is::<OutOfDescriptors>() => {}
                 fetched => {
-                    // robots.txt is asked on a connection of its own: a
-                    // page's first request never rides on it, so a site sees
-                    // each page fetched as it would be without robots.txt (a
-                    // retry is a retry, not a stale pooled connection's resend).
+                    // robots.txt's connection is not kept idle: a page
+                    // never starts on a connection that sat idle since
+                    // robots.txt was asked, so a retry is a retry, not a
+                    // stale connection's resend. (One released while a fetch
+                    // waited for a socket went straight to it, still fresh.)
                     self.session.pool.close_idle_to(url);
                     return fetched;
                 }

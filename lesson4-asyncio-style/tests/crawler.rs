@@ -718,3 +718,80 @@ fn roots_are_normalized_deduplicated_and_queued_once() {
         "Todo before crawling: both roots queued, once each"
     );
 }
+
+#[test]
+fn held_and_all_done_name_a_fetch_in_flight_and_what_the_loop_still_holds() {
+    use lesson4_asyncio_style::event_loop::{self, get_running_loop};
+    use lesson4_asyncio_style::sleep::sleep;
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    let server = Arc::new(TestServer::start(Site::new().route("/", Route::stall())));
+    let mut config = config(&server, "/");
+    config.obey_robots = false;
+    config.max_tries = 1;
+    config.timeout = Duration::from_millis(500);
+    let crawler = Rc::new(Crawler::new(&config, 1).unwrap());
+    let probe = {
+        let crawler = Rc::clone(&crawler);
+        let server = Arc::clone(&server);
+        async move {
+            let event_loop = get_running_loop();
+            // A timer and a socket that are not the crawl's, still set and
+            // registered when it ends: what the loop holds then is counted.
+            let _timer = event_loop.call_later(Duration::from_secs(60), || {});
+            let mut listener = mio::net::TcpListener::bind("127.0.0.1:0".parse()?)?;
+            let token = event_loop.register(&mut listener)?;
+            let crawl = event_loop.create_task(Rc::clone(&crawler).crawl());
+            while server.requests().is_empty() {
+                sleep(Duration::from_millis(5)).await?;
+            }
+            let during = crawler.held();
+            let stranded = crawler.all_done(during);
+            crawl.await?;
+            let after = crawler.held();
+            event_loop.deregister(&mut listener, token);
+            anyhow::Ok((during, stranded, after))
+        }
+    };
+    let (during, stranded, after) = event_loop::run(probe).expect("the probe and its crawl run");
+    assert_eq!(
+        (during.in_flight, during.sockets),
+        (1, 1),
+        "while the root's fetch waits for its answer, the crawl holds it in flight and \
+         holds its place in the socket budget: held() said {during}"
+    );
+    let stranded = match stranded {
+        Err(stranded) => stranded,
+        Ok(()) => panic!(
+            "all_done said every URL was finished while the root was still being fetched: \
+             it counts the queue's unfinished items"
+        ),
+    };
+    assert_eq!(
+        (
+            stranded.queued,
+            stranded.waiting_for_socket,
+            stranded.in_flight
+        ),
+        (0, 0, 1),
+        "all_done in the middle of the crawl: the one URL left is in flight, not queued and \
+         not waiting for a socket ({stranded})"
+    );
+    assert_eq!(
+        (
+            after.in_flight,
+            after.sockets,
+            after.workers_lost,
+            after.robots_pending
+        ),
+        (0, 0, 0, 0),
+        "once the root has failed (a timeout), the crawl holds no fetch and no socket: {after}"
+    );
+    assert_eq!(
+        (after.timers, after.registered),
+        (1, 1),
+        "held() counts what the loop still holds as the crawl ends: here the test's own \
+         timer and socket, which the crawl does not own ({after})"
+    );
+}

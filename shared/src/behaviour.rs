@@ -1401,28 +1401,62 @@ pub type CrawlWithBudget = fn(&Config, usize) -> anyhow::Result<CrawlReport>;
 /// serve.
 pub const DESCRIPTOR_SERVER_PAGES: &str = "COURSE_DESCRIPTOR_SERVER_PAGES";
 
+/// How many hosts the server process of
+/// [`out_of_descriptors_waits_for_a_free_one`] serves: each is a host of its
+/// own (a port), so the crawl fetches that many robots.txt files, most of
+/// them while the root's host's pages hold every free descriptor.
+const DESCRIPTOR_SERVER_HOSTS: usize = 25;
+
 /// The server process of [`out_of_descriptors_waits_for_a_free_one`]: when
 /// [`DESCRIPTOR_SERVER_PAGES`] is set, serve a root linking to that many
-/// pages, print `SERVER <url>`, and serve until standard input closes. A
+/// pages, one in six on the other [`DESCRIPTOR_SERVER_HOSTS`] hosts, print `SERVER <url>`, and serve until standard input closes. A
 /// lesson's test binary calls this from an ignored test, and the check
 /// re-runs the binary with only that test.
 pub fn descriptor_server_process() {
     use std::io::{Read, Write};
     let Some(pages) = std::env::var(DESCRIPTOR_SERVER_PAGES)
         .ok()
-        .and_then(|n| n.parse().ok())
+        .and_then(|n| n.parse::<usize>().ok())
     else {
         return;
     };
+    let (listeners, ports) = hosts::listen_on_loopback(DESCRIPTOR_SERVER_HOSTS);
+    // Every sixth page on one of the other hosts, the rest on the root's.
+    let host_of = |i: usize| {
+        if i % 6 == 5 {
+            1 + (i / 6) % (DESCRIPTOR_SERVER_HOSTS - 1)
+        } else {
+            0
+        }
+    };
     let links: String = (0..pages)
-        .map(|i| format!("<a href=\"/page/{i}\">{i}</a>\n"))
+        .map(|i| {
+            let port = ports[host_of(i)];
+            format!("<a href=\"http://127.0.0.1:{port}/page/{i}\">{i}</a>\n")
+        })
         .collect();
-    let mut site = Site::new().page("/", links);
+    let mut sites: Vec<Site> = (0..DESCRIPTOR_SERVER_HOSTS).map(|_| Site::new()).collect();
+    sites[0] = std::mem::take(&mut sites[0]).page("/", links);
     for i in 0..pages {
-        site = site.page(&format!("/page/{i}"), "a page");
+        let site = &mut sites[host_of(i)];
+        // The root's host's pages answer after a moment, so that its fetches
+        // hold the free descriptors while the other hosts' robots.txt
+        // fetches (and their second tries) look for one.
+        let delay = if host_of(i) == 0 { 50 } else { 0 };
+        let page = Route::html("a page").delay(Duration::from_millis(delay));
+        *site = std::mem::take(site).route(&format!("/page/{i}"), page);
     }
-    let server = TestServer::start(site);
-    println!("SERVER {}", server.url("/"));
+    let servers: Vec<TestServer> = listeners
+        .into_iter()
+        .zip(sites)
+        .map(
+            |(listener, site)| match TestServer::start_on(listener, site) {
+                Ok(server) => server,
+                Err(e) => panic!("cannot serve a host of the descriptor site: {e}"),
+            },
+        )
+        .collect();
+    println!("SERVER {}", servers[0].url("/"));
     let _ = std::io::stdout().flush();
     // Serve until the parent closes our stdin (or dies).
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
@@ -1562,6 +1596,23 @@ fn crawl_out_of_descriptors(
     // descriptor leaves the budget for good, every other comes back.
     assert_consistent(&report);
     let lines = config.log.lines();
+    // Each host's robots.txt is a 404 (everything allowed). One whose fetch
+    // found no free descriptor and took that as the host's answer says
+    // `unreachable (... too many open files)` instead.
+    let robots_short: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("robots.txt for ") && l.contains("too many open files"))
+        .collect();
+    assert!(
+        robots_short.is_empty(),
+        "a robots.txt fetch that found no free descriptor was taken as its host's answer: \
+         like a page's fetch, it waits for one of the crawl's own sockets to close, and then \
+         asks the host. The lines:\n{}",
+        robots_short
+            .iter()
+            .map(|l| format!("  {l}\n"))
+            .collect::<String>()
+    );
     // Every URL answers at its first try, so a line about a try means a
     // wait was counted as one: `try N for URL raised ...` (the wait itself
     // as a failed try) or `try N for URL success` (N above 1: the waits
