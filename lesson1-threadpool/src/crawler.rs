@@ -297,13 +297,7 @@ impl Crawler {
         if left == 0 {
             return Ok(());
         }
-        let in_flight = self.in_flight.now();
-        Err(Stranded {
-            queued: left.saturating_sub(in_flight),
-            waiting_for_socket: 0,
-            in_flight,
-            held,
-        })
+        Err(Stranded::new(left, 0, self.in_flight.now(), held))
     }
 
     /// What the crawl still holds once the threads have ended: fetches

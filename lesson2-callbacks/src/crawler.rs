@@ -449,16 +449,12 @@ impl Crawler {
             .iter()
             .filter(|fetch| matches!(fetch, Waiting::Page(..)))
             .count();
-        let in_flight = self.in_flight.now();
-        Err(Stranded {
-            queued: self
-                .urls_todo
-                .len()
-                .saturating_sub(waiting_for_socket + in_flight),
+        Err(Stranded::new(
+            self.urls_todo.len(),
             waiting_for_socket,
-            in_flight,
+            self.in_flight.now(),
             held,
-        })
+        ))
     }
 
     /// What the crawl still holds once the loop has stopped (asked before

@@ -249,7 +249,9 @@ impl Fetcher {
             .connect_error
             .take()
             .map(|e| FetchError::from_io(&e, true))
-            .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to"));
+            // No address at all: a name that resolved to nothing is a
+            // `dns` error, as the resolver itself says it.
+            .unwrap_or_else(|| FetchError::new(FailKind::Dns, "no address to connect to"));
         self.finish(Fetched::Done(Err(err)));
     }
     // ANCHOR_END: fetch

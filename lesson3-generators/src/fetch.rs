@@ -206,8 +206,10 @@ pub async fn connect_any(addrs: &[SocketAddr]) -> anyhow::Result<Socket> {
             Err(err) => last_error = Some(err),
         }
     }
+    // No address at all: a name that resolved to nothing is a `dns` error,
+    // as the resolver itself says it.
     Err(last_error
-        .unwrap_or_else(|| FetchError::new(FailKind::Connect, "no address to connect to").into()))
+        .unwrap_or_else(|| FetchError::new(FailKind::Dns, "no address to connect to").into()))
 }
 
 /// An error while connecting is a `connect` failure — except running out of

@@ -346,9 +346,10 @@ impl FetchByHand<'_> {
                 Err(err) => last_error = Some(connect_error(err).context(context())),
             }
         }
-        Err(last_error.unwrap_or_else(|| {
-            FetchError::new(FailKind::Connect, "no address to connect to").into()
-        }))
+        // No address at all: a name that resolved to nothing is a `dns`
+        // error, as the resolver itself says it.
+        Err(last_error
+            .unwrap_or_else(|| FetchError::new(FailKind::Dns, "no address to connect to").into()))
     }
 }
 // ANCHOR_END: poll

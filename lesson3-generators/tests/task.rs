@@ -195,6 +195,43 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
     });
 }
 
+/// A coroutine that wakes its own task while it is polled (as one that
+/// yields does) must be stepped again on the next turn: the wake-up comes
+/// *during* the step, so the step must have cleared `scheduled` first.
+#[test]
+fn a_wake_up_during_the_poll_schedules_the_next_step() {
+    within(10, NEVER_STEPPED, || {
+        let event_loop = EventLoop::new().unwrap();
+        let polls = Rc::new(Cell::new(0));
+        let count = Rc::clone(&polls);
+        let task = event_loop.create_task(std::future::poll_fn(move |cx| {
+            count.set(count.get() + 1);
+            if count.get() < 3 {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        }));
+        for _ in 0..3 {
+            // Something else to run each turn, so that a turn with no step
+            // queued ends at once instead of waiting for an event.
+            event_loop.call_soon(|| {});
+            event_loop.run_once().unwrap();
+        }
+        assert_eq!(
+            polls.get(),
+            3,
+            "polls after three turns of a coroutine that wakes its own task while it is \
+             being polled: each such wake-up must schedule the next step. step clears the \
+             `scheduled` flag *before* it polls; cleared after the poll, the wake-up made \
+             during it finds the flag still set, schedules nothing, and the task is never \
+             stepped again"
+        );
+        assert!(task.done(), "done() after the third poll returned Ready");
+    });
+}
+
 #[test]
 fn run_until_complete_says_when_the_loop_stopped_first() {
     within(10, NEVER_STEPPED, || {

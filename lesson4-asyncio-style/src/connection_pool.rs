@@ -410,8 +410,10 @@ impl ConnectionPool {
                 // it is dropped: after a failure, and also if this coroutine
                 // is cancelled or abandoned by a deadline half-way.
             }
+            // No address at all: a name that resolved to nothing is a
+            // `dns` error, as the resolver itself says it.
             Err(last_error.unwrap_or_else(|| {
-                FetchError::new(FailKind::Connect, "no address to connect to").into()
+                FetchError::new(FailKind::Dns, "no address to connect to").into()
             }))
         }
     }

@@ -427,14 +427,12 @@ impl Crawler {
         if left == 0 {
             return Ok(());
         }
-        let waiting_for_socket = self.session.pool.waiting_count();
-        let in_flight = self.session.in_flight.now();
-        Err(Stranded {
-            queued: left.saturating_sub(waiting_for_socket + in_flight),
-            waiting_for_socket,
-            in_flight,
+        Err(Stranded::new(
+            left,
+            self.session.pool.waiting_count(),
+            self.session.in_flight.now(),
             held,
-        })
+        ))
     }
 
     /// What the crawl still holds once the loop has ended: fetches counted

@@ -1747,6 +1747,64 @@ fn join_waits_for_every_task_done_including_items_put_by_workers() {
     });
 }
 
+/// `join` waits for `task_done`, not for an empty queue: items a worker
+/// has taken with `get` and not yet marked done still hold it back.
+#[test]
+fn join_holds_while_items_are_taken_and_not_yet_done() {
+    within(10, QUEUE_NEVER_WOKE, || {
+        let (event_loop, _clock) = test_loop();
+        let joined = Rc::new(Cell::new(false));
+        let seen = Rc::clone(&joined);
+        event_loop
+            .run_until_complete(async move {
+                let lp = get_running_loop();
+                let q: Queue<u32> = Queue::new();
+                q.put_nowait(1);
+                q.put_nowait(2);
+                assert_eq!(
+                    (q.get_nowait(), q.get_nowait()),
+                    (Some(1), Some(2)),
+                    "the two items put, taken in order with get_nowait"
+                );
+                let joiner = {
+                    let (q, joined) = (q.clone(), Rc::clone(&joined));
+                    lp.create_task(async move {
+                        q.join().await?;
+                        joined.set(true);
+                        anyhow::Ok(())
+                    })
+                };
+                sleep(Duration::from_secs(1)).await?;
+                assert!(
+                    !joined.get(),
+                    "`join` returned while both items were taken and not yet done (the queue \
+                     empty, 2 unfinished): `join` waits until `task_done` has been called \
+                     for every item put, not until the queue is empty"
+                );
+                q.task_done()?;
+                sleep(Duration::from_secs(1)).await?;
+                assert!(
+                    !joined.get(),
+                    "`join` returned after one `task_done` of two: it waits until the \
+                     unfinished count reaches 0"
+                );
+                q.task_done()?;
+                wait_for(joiner, Duration::from_secs(5)).await
+            })
+            .unwrap_or_else(|err| {
+                panic!(
+                    "`join` was not woken by the last `task_done` ({err:#}): `task_done` \
+                     wakes join's waiters when the unfinished count reaches 0"
+                )
+            });
+        assert!(
+            seen.get(),
+            "`join` returned without its task reaching its end"
+        );
+        event_loop.close();
+    });
+}
+
 #[test]
 fn a_cancelled_getter_does_not_swallow_an_item() {
     within(10, QUEUE_NEVER_WOKE, || {

@@ -144,6 +144,22 @@ pub struct Stranded {
 }
 
 impl Stranded {
+    /// `left` URLs still to do, told apart as the crawl counts them: those
+    /// waiting for a socket, those in flight, and the rest queued. The
+    /// figures always add up to `left`: a count in flight (or in line)
+    /// larger than the URLs left is a count that was not given back, and
+    /// `held` names it, not the URLs.
+    pub fn new(left: usize, waiting_for_socket: usize, in_flight: usize, held: Held) -> Stranded {
+        let waiting_for_socket = waiting_for_socket.min(left);
+        let in_flight = in_flight.min(left - waiting_for_socket);
+        Stranded {
+            queued: left - waiting_for_socket - in_flight,
+            waiting_for_socket,
+            in_flight,
+            held,
+        }
+    }
+
     /// URLs left to do, in all.
     pub fn total(&self) -> usize {
         self.queued + self.waiting_for_socket + self.in_flight
@@ -475,6 +491,53 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("not a problem with the site"), "{text}");
+    }
+
+    /// A fetch counted in flight that was never given back is not a URL
+    /// left: the figures add up to the URLs left, and the count that does
+    /// not is named among what the crawl still holds.
+    #[test]
+    fn stranded_figures_add_up_to_the_urls_left() {
+        let held = Held {
+            in_flight: 3,
+            ..Held::default()
+        };
+        let stranded = Stranded::new(2, 0, 3, held);
+        assert_eq!(
+            (
+                stranded.queued,
+                stranded.waiting_for_socket,
+                stranded.in_flight
+            ),
+            (0, 0, 2),
+            "two URLs left, three fetches counted in flight: the two are in flight"
+        );
+        let text = stranded.to_string();
+        assert!(
+            text.contains("2 URL(s) still to do (0 queued, 0 waiting for a socket, 2 in flight)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("not given back: 3 fetches still counted in flight"),
+            "{text}"
+        );
+        let split = Stranded::new(5, 2, 1, Held::default());
+        assert_eq!(
+            (
+                split.queued,
+                split.waiting_for_socket,
+                split.in_flight,
+                split.total()
+            ),
+            (2, 2, 1, 5),
+            "five URLs left: two waiting for a socket, one in flight, two queued"
+        );
+        let short = Stranded::new(1, 4, 2, Held::default());
+        assert_eq!(
+            (short.queued, short.waiting_for_socket, short.in_flight),
+            (0, 1, 0),
+            "one URL left and four fetches in line: the one is in line"
+        );
     }
 
     /// The explanation names the count that does not add up, and blames the

@@ -124,6 +124,10 @@ enum Cmd {
         /// mistakes.rs).
         #[arg(long, conflicts_with_all = ["write_pages", "each_function"])]
         mistakes: bool,
+        /// With --mistakes: only the mistakes whose name contains this text
+        /// (to prove a new one without waiting for all of them).
+        #[arg(long, requires = "mistakes", value_name = "TEXT")]
+        only: Option<String>,
     },
     /// For the course's maintainers: write each lesson's contracts page for
     /// the book's building mode
@@ -268,6 +272,7 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             write_pages,
             each_function,
             mistakes,
+            only,
         } => {
             let root = starter::workspace_root(cli.root.as_deref())?;
             let lessons = lessons_or_all(lessons);
@@ -282,7 +287,11 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
                     let list = StageList::load(&root, lesson)?;
                     println!("== {}: its classic mistakes", list.lesson);
                     results.push(starter::mistakes::verify_lesson(
-                        &root, &list, &target, limit,
+                        &root,
+                        &list,
+                        &target,
+                        limit,
+                        only.as_deref(),
                     )?);
                 }
                 // Last, as CI reads it: `N of N mistakes caught, each with

@@ -51,15 +51,18 @@ pub fn scratch_dir(target_dir: &Path, list: &StageList) -> PathBuf {
 
 /// Makes each mistake of `list` on a copy of the lesson (every stage
 /// written) and runs its stage's tests, each test binary for at most
-/// `limit`. Prints a line per mistake as it goes.
+/// `limit`. Prints a line per mistake as it goes. With `only`, just the
+/// mistakes whose name contains that text.
 pub fn verify_lesson(
     root: &Path,
     list: &StageList,
     target_dir: &Path,
     limit: Duration,
+    only: Option<&str>,
 ) -> Result<LessonMistakes> {
     let mut results = Vec::new();
-    if list.stages.iter().all(|s| s.mistakes.is_empty()) {
+    let chosen = |mistake: &Mistake| only.is_none_or(|text| mistake.name.contains(text));
+    if !list.stages.iter().any(|s| s.mistakes.iter().any(chosen)) {
         return Ok(results);
     }
     let dir = scratch_dir(target_dir, list);
@@ -68,7 +71,7 @@ pub fn verify_lesson(
     }
     crate::write_starter(root, list, &dir, list.stages.len())?;
     for (i, stage) in list.stages.iter().enumerate() {
-        for mistake in &stage.mistakes {
+        for mistake in stage.mistakes.iter().filter(|m| chosen(m)) {
             let outcome = make_and_test(&dir, stage, mistake, target_dir, limit)?;
             println!("   {}", describe(i + 1, stage, mistake, &outcome));
             results.push((i + 1, mistake.clone(), outcome));
