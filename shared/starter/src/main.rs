@@ -508,9 +508,33 @@ fn one_line(text: Option<&String>) -> String {
 /// what it found; whether every stage passes.
 fn check_once(list: &StageList, dir: &Path, limit: Duration) -> Result<bool> {
     eprintln!("building the tests of {} ...", dir.display());
-    let checked = run::check(list, dir, list.stages.len(), limit, false, None)?;
-    print!("{}", transcript(list, &checked));
+    let mut told = Told { list };
+    let checked = run::check(list, dir, list.stages.len(), limit, false, None, &mut told)?;
+    print!("{}", details(list, &checked));
     Ok(checked.passing() == list.stages.len())
+}
+
+/// What `check` prints as it works: each stage's line as soon as the stage
+/// is decided, and a word when a stage's tests run long.
+struct Told<'a> {
+    list: &'a StageList,
+}
+
+impl run::Progress for Told<'_> {
+    fn running_long(&mut self, number: usize, tests: usize) {
+        let name = &self.list.stages[number - 1].name;
+        println!("stage {number}  {name}  {tests} tests running…");
+    }
+
+    fn decided(&mut self, number: usize, outcome: &StageOutcome) {
+        println!("{}", stage_line(self.list, number, outcome));
+    }
+}
+
+/// `stage K  NAME  ok` (or `FAILED`, `not reached`).
+fn stage_line(list: &StageList, number: usize, outcome: &StageOutcome) -> String {
+    let name = &list.stages[number - 1].name;
+    format!("stage {number}  {name}  {}", outcome.word())
 }
 
 /// The checkout and stage list a crate belongs to: a starter names its
@@ -564,9 +588,16 @@ fn fn_text(dir: &Path, path: &blank::FnPath) -> Result<String> {
 /// and hint, and the count.
 fn transcript(list: &StageList, checked: &Checked) -> String {
     let mut out = String::new();
-    for (i, (stage, outcome)) in list.stages.iter().zip(&checked.outcomes).enumerate() {
-        let _ = writeln!(out, "stage {}  {}  {}", i + 1, stage.name, outcome.word());
+    for (i, outcome) in checked.outcomes.iter().enumerate() {
+        let _ = writeln!(out, "{}", stage_line(list, i + 1, outcome));
     }
+    out + &details(list, checked)
+}
+
+/// What follows the stage lines: the compiler's errors, or the first red
+/// stage's failure and what to do next, and the count of stages passing.
+fn details(list: &StageList, checked: &Checked) -> String {
+    let mut out = String::new();
     if let Some(errors) = &checked.build_errors {
         let _ = writeln!(
             out,
@@ -579,10 +610,25 @@ fn transcript(list: &StageList, checked: &Checked) -> String {
         .iter()
         .position(|o| matches!(o, StageOutcome::Failed { .. }));
     if let Some(i) = first_red {
-        if let StageOutcome::Failed { test, message, .. } = &checked.outcomes[i] {
+        if let StageOutcome::Failed {
+            test,
+            message,
+            mistake,
+            passed,
+            failed,
+            ..
+        } = &checked.outcomes[i]
+        {
             let stage = &list.stages[i];
             let _ = writeln!(out, "\nstage {} ({}) is red: {test}", i + 1, stage.name);
             let _ = writeln!(out, "{}", indent(&shorten(message, 25)));
+            if let Some(mistake) = mistake {
+                let _ = writeln!(
+                    out,
+                    "this is how a classic mistake of this stage shows: {mistake}"
+                );
+            }
+            let _ = writeln!(out, "{}", tests_ran(passed, failed));
             let _ = writeln!(out, "its tests check: {}", stage.checks);
             let _ = writeln!(out, "hint: {}", stage.hint);
             let _ = writeln!(out, "read: {}", list.read_text(stage));
@@ -604,6 +650,23 @@ fn transcript(list: &StageList, checked: &Checked) -> String {
         list.stages.len()
     );
     out
+}
+
+/// The tests a red stage ran, by name: every red one, and the green ones
+/// too when they are few.
+fn tests_ran(passed: &[String], failed: &[String]) -> String {
+    let red = format!("red ({}): {}", failed.len(), failed.join(", "));
+    if passed.is_empty() {
+        format!("its tests: {red}")
+    } else if passed.len() <= 12 {
+        format!(
+            "its tests: {red}; green ({}): {}",
+            passed.len(),
+            passed.join(", ")
+        )
+    } else {
+        format!("its tests: {red}; and {} green", passed.len())
+    }
 }
 
 fn indent(text: &str) -> String {
@@ -663,7 +726,7 @@ fn verify(
 
     println!("== {} ({m} stages)", list.lesson);
     let lesson_dir = list.crate_dir(root);
-    let lesson_checked = run::check(list, &lesson_dir, m, limit, true, None)?;
+    let lesson_checked = run::check(list, &lesson_dir, m, limit, true, None, &mut run::Quiet)?;
     for (i, o) in lesson_checked.outcomes.iter().enumerate() {
         if !matches!(o, StageOutcome::Passed { .. }) {
             problems.push(format!(
@@ -702,7 +765,15 @@ fn verify(
             String::from_utf8_lossy(&built.stderr)
         ));
     }
-    let fresh = run::check(list, &scratch, 1, limit, false, Some(&starters_target))?;
+    let fresh = run::check(
+        list,
+        &scratch,
+        1,
+        limit,
+        false,
+        Some(&starters_target),
+        &mut run::Quiet,
+    )?;
     let (line, found) = stage_problems(list, 1, &fresh, &scratch, limit, None)?;
     problems.extend(found);
     println!("{line}");
@@ -714,7 +785,15 @@ fn verify(
     // while they run); its line is printed after the stages'.
     std::fs::remove_dir_all(&scratch).with_context(|| format!("remove {}", scratch.display()))?;
     write_starter(root, list, &scratch, m)?;
-    let whole = run::check(list, &scratch, m, limit, true, Some(&starters_target))?;
+    let whole = run::check(
+        list,
+        &scratch,
+        m,
+        limit,
+        true,
+        Some(&starters_target),
+        &mut run::Quiet,
+    )?;
     let mut whole_problems = Vec::new();
     if let Some(errors) = &whole.build_errors {
         whole_problems.push(format!(

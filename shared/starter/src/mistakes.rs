@@ -35,6 +35,10 @@ pub enum Outcome {
     /// The tests failed, but without the words: the failure does not name
     /// the mistake. What they printed, shortened.
     Unnamed(String),
+    /// The words are there, but not in the failure `starter check` shows
+    /// first (see [`run::clearest_first`]): that test, and its message's
+    /// first line.
+    Buried(String, String),
     /// The mistake could not be made (its text is not in the file once) or
     /// the copy did not compile with it.
     Broken(String),
@@ -126,24 +130,43 @@ fn test_stage(
     };
     let mut failed = false;
     let mut printed = String::new();
+    // Each failure as `check` would show it, to find the one it shows first.
+    let mut failures: Vec<(String, String)> = Vec::new();
     for selection in stage.selections() {
         let Some(exe) = exes.get(&selection.target) else {
             bail!("no test binary for {}", selection.target);
         };
         let ran = run::run_selection(exe, dir, &selection, limit, None)?;
         failed |= !ran.failed.is_empty() || ran.timed_out;
-        for (_, message) in &ran.failed {
+        for (name, message) in &ran.failed {
             printed.push_str(message);
             printed.push('\n');
+            failures.push((format!("{}::{name}", selection.target), message.clone()));
+        }
+        if ran.timed_out {
+            failures.push((
+                format!("{}::(still running)", selection.target),
+                ran.output.clone(),
+            ));
         }
         printed.push_str(&ran.output);
     }
+    run::clearest_first(stage, &mut failures);
     Ok(if !failed {
         Outcome::Missed
-    } else if printed.contains(mistake.shows.as_str()) {
-        Outcome::Caught
-    } else {
+    } else if !printed.contains(mistake.shows.as_str()) {
         Outcome::Unnamed(printed.chars().take(1500).collect())
+    } else {
+        match failures.first() {
+            Some((_, message)) if message.contains(mistake.shows.as_str()) => Outcome::Caught,
+            Some((test, message)) => Outcome::Buried(
+                test.clone(),
+                message.lines().next().unwrap_or_default().to_string(),
+            ),
+            // Failed with no failing test (a crash, or a time bound with
+            // the words in its output): nothing is shown before them.
+            None => Outcome::Caught,
+        }
     })
 }
 
@@ -165,6 +188,10 @@ pub fn describe(
             "UNNAMED: {what}: the tests fail, but their output does not contain {:?}; it was:\n{printed}",
             mistake.shows
         ),
+        Outcome::Buried(test, first) => format!(
+            "BURIED: {what}: its words {:?} are in the output, but `starter check` shows {test} first: {first}",
+            mistake.shows
+        ),
         Outcome::Broken(why) => format!("BROKEN: {what}: {why}"),
     }
 }
@@ -178,7 +205,7 @@ pub fn summarize(results: &[LessonMistakes]) -> bool {
         .filter(|(_, _, outcome)| matches!(outcome, Outcome::Caught))
         .count();
     println!(
-        "{caught} of {} mistakes caught, each with its message",
+        "{caught} of {} mistakes caught, each with its message in the failure `starter check` shows first",
         all.len()
     );
     caught == all.len()

@@ -172,6 +172,44 @@ pub struct TestRun {
     pub timed_out: bool,
     /// Everything the binary printed, for a run that ended otherwise.
     pub output: String,
+    /// The tests the selection picked (full names), in the binary's order.
+    pub selected: Vec<String>,
+}
+
+/// The full names of the tests `selection` picks from `exe` (its prefix,
+/// less its skipped tests).
+pub fn selected_names(exe: &Path, dir: &Path, selection: &TestSelection) -> Result<Vec<String>> {
+    let prefix = selection.prefix.as_deref().unwrap_or("");
+    let listed = Command::new(exe)
+        .args(["--list", "--format", "terse"])
+        .current_dir(dir)
+        .output()
+        .with_context(|| format!("list the tests of {}", exe.display()))?;
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .filter(|name| name.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    for skipped in &selection.except {
+        if !names.contains(skipped) {
+            bail!(
+                "tests/{}.rs has no test {skipped:?} to skip",
+                selection.target
+            );
+        }
+    }
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|name| !selection.except.contains(name))
+        .collect();
+    if names.is_empty() {
+        bail!(
+            "tests/{}.rs has no test whose name starts with {prefix:?}",
+            selection.target
+        );
+    }
+    Ok(names)
 }
 
 /// Runs the tests `selection` picks from `exe`, in `dir`, for at most
@@ -184,53 +222,38 @@ pub fn run_selection(
     limit: Duration,
     blank: Option<&str>,
 ) -> Result<TestRun> {
+    run_selection_watched(exe, dir, selection, limit, blank, &mut |_| {})
+}
+
+/// [`run_selection`], calling `tick` with the time the binary has run so far
+/// about every tenth of a second while it runs.
+fn run_selection_watched(
+    exe: &Path,
+    dir: &Path,
+    selection: &TestSelection,
+    limit: Duration,
+    blank: Option<&str>,
+    tick: &mut dyn FnMut(Duration),
+) -> Result<TestRun> {
+    let names = selected_names(exe, dir, selection)?;
     let mut args: Vec<String> = Vec::new();
     if selection.prefix.is_some() || !selection.except.is_empty() {
-        let prefix = selection.prefix.as_deref().unwrap_or("");
-        let listed = Command::new(exe)
-            .args(["--list", "--format", "terse"])
-            .current_dir(dir)
-            .output()
-            .with_context(|| format!("list the tests of {}", exe.display()))?;
-        let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-            .lines()
-            .filter_map(|l| l.strip_suffix(": test"))
-            .filter(|name| name.starts_with(prefix))
-            .map(str::to_string)
-            .collect();
-        for skipped in &selection.except {
-            if !names.contains(skipped) {
-                bail!(
-                    "tests/{}.rs has no test {skipped:?} to skip",
-                    selection.target
-                );
-            }
-        }
-        let names: Vec<String> = names
-            .into_iter()
-            .filter(|name| !selection.except.contains(name))
-            .collect();
-        if names.is_empty() {
-            bail!(
-                "tests/{}.rs has no test whose name starts with {prefix:?}",
-                selection.target
-            );
-        }
         // `--exact`: a name is not a pattern, so `stage1` does not pick
         // `stage10` as well.
         args.push("--exact".into());
-        args.extend(names);
+        args.extend(names.iter().cloned());
     }
     let mut cmd = Command::new(exe);
     if let Some(blank) = blank {
         cmd.env(crate::each::SWITCH, blank);
     }
     cmd.args(&args).current_dir(dir).env("RUST_BACKTRACE", "0");
-    let (status, output, _) =
-        run_bounded(&mut cmd, limit).with_context(|| format!("run {}", exe.display()))?;
+    let (status, output, _) = run_bounded_watched(&mut cmd, limit, tick)
+        .with_context(|| format!("run {}", exe.display()))?;
     let timed_out = status.is_none();
     let mut run = parse_libtest(&output);
     run.timed_out = timed_out;
+    run.selected = names;
     if status.is_some_and(|s| !s.success()) && run.failed.is_empty() {
         // It failed without a failing test: it crashed, or printed why.
         run.failed
@@ -250,6 +273,15 @@ pub fn run_selection(
 pub(crate) fn run_bounded(
     cmd: &mut Command,
     limit: Duration,
+) -> Result<(Option<std::process::ExitStatus>, String, Duration)> {
+    run_bounded_watched(cmd, limit, &mut |_| {})
+}
+
+/// [`run_bounded`], calling `tick` with the time run so far while it waits.
+fn run_bounded_watched(
+    cmd: &mut Command,
+    limit: Duration,
+    tick: &mut dyn FnMut(Duration),
 ) -> Result<(Option<std::process::ExitStatus>, String, Duration)> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -290,6 +322,7 @@ pub(crate) fn run_bounded(
             let _ = child.wait();
             break None;
         }
+        tick(started.elapsed());
         std::thread::sleep(Duration::from_millis(10));
     };
     let elapsed = started.elapsed();
@@ -369,10 +402,14 @@ pub enum StageOutcome {
     },
     /// A test failed or the crate did not compile.
     Failed {
-        /// The first failing test (or "the build").
+        /// The failing test shown first (or "the build"): see
+        /// [`clearest_first`].
         test: String,
         /// What it said.
         message: String,
+        /// The classic mistake of the stage (its name) whose words the
+        /// message contains, if one does.
+        mistake: Option<String>,
         /// Every test of the stage that passed, and every one that failed.
         passed: Vec<String>,
         failed: Vec<String>,
@@ -394,6 +431,23 @@ impl StageOutcome {
     }
 }
 
+/// What `check` tells while it works.
+pub trait Progress {
+    /// Stage `number` (from 1) has run `tests` tests for longer than
+    /// [`LONG_STAGE`]; said once per stage.
+    fn running_long(&mut self, _number: usize, _tests: usize) {}
+    /// Stage `number` (from 1) is decided.
+    fn decided(&mut self, _number: usize, _outcome: &StageOutcome) {}
+}
+
+/// Tells nothing: for the maintainers' runs, which print their own summary.
+pub struct Quiet;
+
+impl Progress for Quiet {}
+
+/// How long a stage's tests run before `check` says they are running.
+pub const LONG_STAGE: Duration = Duration::from_secs(5);
+
 /// Runs one stage's tests with the built binaries `exes` (and `blank`, as
 /// [`run_selection`] takes it).
 pub fn run_stage(
@@ -403,32 +457,66 @@ pub fn run_stage(
     limit: Duration,
     blank: Option<&str>,
 ) -> Result<StageOutcome> {
+    run_stage_told(stage, 0, exes, dir, limit, blank, &mut Quiet)
+}
+
+/// [`run_stage`] for stage `number`, telling `progress` once when its
+/// tests run long.
+fn run_stage_told(
+    stage: &Stage,
+    number: usize,
+    exes: &BTreeMap<String, PathBuf>,
+    dir: &Path,
+    limit: Duration,
+    blank: Option<&str>,
+    progress: &mut dyn Progress,
+) -> Result<StageOutcome> {
     let mut passed = Vec::new();
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut timed_out = false;
-    for selection in stage.selections() {
+    let selections = stage.selections();
+    let mut tests = 0;
+    for selection in &selections {
         let exe = exes
             .get(&selection.target)
             .with_context(|| format!("no test binary for {}", selection.target))?;
-        let run = run_selection(exe, dir, &selection, limit, blank)?;
+        tests += selected_names(exe, dir, selection)?.len();
+    }
+    let started = Instant::now();
+    let mut said = false;
+    for selection in &selections {
+        let exe = exes
+            .get(&selection.target)
+            .with_context(|| format!("no test binary for {}", selection.target))?;
+        let before = started.elapsed();
+        let mut tick = |ran: Duration| {
+            if !said && before + ran > LONG_STAGE {
+                said = true;
+                progress.running_long(number, tests);
+            }
+        };
+        let run = run_selection_watched(exe, dir, selection, limit, blank, &mut tick)?;
         let prefix = |n: &String| format!("{}::{n}", selection.target);
         passed.extend(run.passed.iter().map(prefix));
         failed.extend(run.failed.iter().map(|(n, m)| (prefix(n), m.clone())));
         if run.timed_out {
             timed_out = true;
-            let waiting = format!(
-                "stopped after {} s: a test was still waiting (a todo!() on another thread \
-                 can leave it waiting for an answer that never comes)\n{}",
-                limit.as_secs(),
-                tail(&run.output, 15)
-            );
-            failed.push((format!("{}::(still running)", selection.target), waiting));
+            let running: Vec<&String> = run
+                .selected
+                .iter()
+                .filter(|n| !run.passed.contains(n) && !run.failed.iter().any(|(f, _)| f == *n))
+                .collect();
+            failed.push((
+                format!("{}::(still running)", selection.target),
+                still_running(limit, &running, &todo_left(dir), &run.output),
+            ));
         }
     }
     if failed.is_empty() && passed.is_empty() {
         return Ok(StageOutcome::Failed {
             test: stage.tests.join(", "),
             message: "no test ran".into(),
+            mistake: None,
             passed,
             failed: Vec::new(),
             timed_out,
@@ -439,16 +527,106 @@ pub fn run_stage(
             tests: passed.len(),
         });
     }
-    // The first by name, not by finishing time: the same on every run.
-    failed.sort();
+    clearest_first(stage, &mut failed);
     let (test, message) = failed[0].clone();
+    let mistake = named_mistake(stage, &message);
     Ok(StageOutcome::Failed {
         test,
         message,
+        mistake,
         passed,
         failed: failed.into_iter().map(|(n, _)| n).collect(),
         timed_out,
     })
+}
+
+/// Orders a stage's failures so that the first is the clearest: one whose
+/// message names a classic mistake of the stage, then one of the stage's
+/// own test file (the first it lists), then the rest; by name within each,
+/// so the order is the same on every run.
+pub fn clearest_first(stage: &Stage, failed: &mut [(String, String)]) {
+    let own = stage
+        .selections()
+        .first()
+        .map(|s| format!("{}::", s.target))
+        .unwrap_or_default();
+    failed.sort_by_key(|(name, message)| {
+        let rank = if named_mistake(stage, message).is_some() {
+            0
+        } else if name.starts_with(&own) {
+            1
+        } else {
+            2
+        };
+        (rank, name.clone())
+    });
+}
+
+/// The classic mistake of `stage` whose words `message` contains.
+pub fn named_mistake(stage: &Stage, message: &str) -> Option<String> {
+    stage
+        .mistakes
+        .iter()
+        .find(|m| message.contains(m.shows.as_str()))
+        .map(|m| m.name.clone())
+}
+
+/// The `todo!()`s still in the crate's `src/`: `file:line` each.
+fn todo_left(dir: &Path) -> Vec<String> {
+    let src = dir.join("src");
+    let mut found = Vec::new();
+    for entry in walkdir::WalkDir::new(&src).sort_by_file_name() {
+        let Ok(entry) = entry else { continue };
+        if entry.path().extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        for (i, line) in text.lines().enumerate() {
+            if line.contains("todo!(") && !line.trim_start().starts_with("//") {
+                found.push(format!("{}:{}", rel.display(), i + 1));
+            }
+        }
+    }
+    found
+}
+
+/// What a stage stopped at its time bound says: which tests were still
+/// running, and what can keep a test waiting (a `todo!()` only when one is
+/// left).
+fn still_running(limit: Duration, running: &[&String], todos: &[String], output: &str) -> String {
+    let names = if running.is_empty() {
+        "(none named: the binary did not end)".to_string()
+    } else {
+        running
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let why = if todos.is_empty() {
+        "A test that waits for something your code never does (a wake-up, a notify, a \
+         `task_done`, a place given back) waits until this bound"
+            .to_string()
+    } else {
+        format!(
+            "A `todo!()` that panics on another thread can leave a test waiting for an answer \
+             that never comes; {} still in src/ (first: {})",
+            if todos.len() == 1 {
+                "one is".to_string()
+            } else {
+                format!("{} are", todos.len())
+            },
+            todos[0]
+        )
+    };
+    format!(
+        "stopped after {} s with these tests still running: {names}. {why}.\n{}",
+        limit.as_secs(),
+        tail(output, 15)
+    )
 }
 
 /// What `check` found: one outcome per stage, and the compiler's errors if
@@ -474,7 +652,8 @@ impl Checked {
 }
 
 /// Builds the crate in `dir` and runs stages `1..=upto` in order, stopping
-/// at the first red one (or running them all, with `keep_going`).
+/// at the first red one (or running them all, with `keep_going`), telling
+/// `progress` each stage's outcome as soon as it is decided.
 ///
 /// The tests are built stage by stage, just before the stage runs: a fresh
 /// starter, red at stage 1, builds stage 1's tests only. A crate that does
@@ -487,12 +666,14 @@ pub fn check(
     limit: Duration,
     keep_going: bool,
     target_dir: Option<&Path>,
+    progress: &mut dyn Progress,
 ) -> Result<Checked> {
     let mut exes = BTreeMap::new();
     let mut outcomes = Vec::new();
     let mut red = false;
     for (i, stage) in list.stages.iter().enumerate() {
         if i >= upto || (red && !keep_going) {
+            progress.decided(i + 1, &StageOutcome::NotReached);
             outcomes.push(StageOutcome::NotReached);
             continue;
         }
@@ -519,8 +700,9 @@ pub fn check(
                 }
             }
         }
-        let outcome = run_stage(stage, &exes, dir, limit, None)?;
+        let outcome = run_stage_told(stage, i + 1, &exes, dir, limit, None, progress)?;
         red |= matches!(outcome, StageOutcome::Failed { .. });
+        progress.decided(i + 1, &outcome);
         outcomes.push(outcome);
     }
     Ok(Checked {
@@ -559,6 +741,88 @@ pub fn run_stages(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stages::Mistake;
+
+    fn stage_with_mistake(tests: &[&str], shows: &str) -> Stage {
+        Stage {
+            name: "s".into(),
+            sections: vec!["S".into()],
+            write: String::new(),
+            checks: String::new(),
+            hint: String::new(),
+            tests: tests.iter().map(|t| t.to_string()).collect(),
+            skip: Vec::new(),
+            blank: Vec::new(),
+            state: Vec::new(),
+            contract: BTreeMap::new(),
+            goal: BTreeMap::new(),
+            mistakes: vec![Mistake {
+                name: "the flag cleared too late".into(),
+                file: "task.rs".into(),
+                find: String::new(),
+                replace: String::new(),
+                shows: shows.into(),
+            }],
+        }
+    }
+
+    /// The failure shown first names the mistake when one does, then comes
+    /// from the stage's own test file, then the rest, by name within each.
+    #[test]
+    fn the_clearest_failure_comes_first() {
+        let stage = stage_with_mistake(&["task", "event_loop self_wake"], "clears the flag");
+        let failure = |name: &str, message: &str| (name.to_string(), message.to_string());
+        let mut failed = vec![
+            failure("event_loop::a_first", "look in three places"),
+            failure("task::z_last", "polls: 2, expected 3"),
+            failure("task::b_named", "step clears the flag before it polls"),
+            failure("event_loop::self_wake", "never stepped again"),
+        ];
+        clearest_first(&stage, &mut failed);
+        let order: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "task::b_named",
+                "task::z_last",
+                "event_loop::a_first",
+                "event_loop::self_wake"
+            ]
+        );
+        assert_eq!(
+            named_mistake(&stage, &failed[0].1).as_deref(),
+            Some("the flag cleared too late")
+        );
+        assert_eq!(named_mistake(&stage, &failed[1].1), None);
+    }
+
+    /// A stage stopped at its bound names the tests still running, and
+    /// mentions `todo!()` only when one is left.
+    #[test]
+    fn a_stage_at_its_bound_names_what_still_ran_and_blames_todo_only_when_one_is_left() {
+        let join = "join_waits".to_string();
+        let none = still_running(Duration::from_secs(120), &[&join], &[], "");
+        assert!(none.contains("still running: join_waits"), "{none}");
+        assert!(!none.contains("todo!()"), "no todo!() left: {none}");
+        let one = still_running(
+            Duration::from_secs(120),
+            &[&join],
+            &["src/queue.rs:40".into()],
+            "",
+        );
+        assert!(
+            one.contains("todo!()") && one.contains("src/queue.rs:40"),
+            "{one}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/lib.rs"),
+            "// todo!() in a comment\nfn f() {\n    todo!(\"stage 1\")\n}\n",
+        )
+        .unwrap();
+        assert_eq!(todo_left(dir.path()), ["src/lib.rs:3"]);
+    }
 
     #[test]
     fn only_the_crates_own_build_records_are_forgotten_when_another_copy_was_built() {
