@@ -36,6 +36,17 @@ fn config() -> Config {
 /// (slowly), the other three wait for it and then obey it too.
 #[test]
 fn one_thread_fetches_robots_txt_while_the_others_wait_for_it() {
+    shared::fixtures::bound::within(
+        10,
+        "the threads waiting for the host's robots.txt were not all woken within 10 s of its \
+         fetch: they sleep on `rules_known` until someone wakes them, and `Answering`'s \
+         `Drop` must do it (`notify_all`) however the fetch ended, an answer as much as a \
+         panic",
+        one_fetch_three_waiters,
+    );
+}
+
+fn one_fetch_three_waiters() {
     let turns = Arc::new(Turns::new(&config()));
     let fetches = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(4));
@@ -58,7 +69,13 @@ fn one_thread_fetches_robots_txt_while_the_others_wait_for_it() {
             })
         })
         .collect();
-    let turns_got: Vec<Turn> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let turns_got: Vec<Turn> = threads
+        .into_iter()
+        .map(|t| {
+            t.join()
+                .unwrap_or_else(|_| panic!("a thread in `Turns::wait` panicked: see above"))
+        })
+        .collect();
     assert_eq!(fetches.load(Ordering::SeqCst), 1, "robots.txt fetched once");
     assert!(
         matches!(turns_got[0], Turn::Blocked(_)),
@@ -115,9 +132,10 @@ fn a_panic_while_fetching_robots_txt_ends_the_crawl_with_its_error() {
         10,
         "the crawl did not end after the thread fetching robots.txt panicked: the threads \
          waiting for the host's rules sleep on `rules_known` until someone wakes them. The \
-         thread that fetches them must wake them however it ends — a guard whose `Drop` runs \
+         thread that fetches them must wake them however it ends: `Answering`'s `Drop` runs \
          while the panic unwinds, marking the host's fetch abandoned \
-         (`Politeness::robots_abandoned`) and calling `notify_all`",
+         (`Politeness::robots_abandoned`, or they wake to rules still unknown and sleep \
+         again) and calling `notify_all`",
         || {
             let turns = Arc::new(Turns::new(&config()));
             let pool = ThreadPool::new(4, move |_queue, path: String| {

@@ -795,3 +795,45 @@ fn held_and_all_done_name_a_fetch_in_flight_and_what_the_loop_still_holds() {
          timer and socket, which the crawl does not own ({after})"
     );
 }
+
+#[test]
+fn held_counts_a_robots_txt_not_answered_yet() {
+    use lesson4_asyncio_style::event_loop::{self, get_running_loop};
+    use lesson4_asyncio_style::sleep::sleep;
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    let server = Arc::new(TestServer::start(
+        Site::new()
+            .page("/", "a page")
+            .route("/robots.txt", Route::stall()),
+    ));
+    let mut config = config(&server, "/");
+    config.max_tries = 1;
+    config.timeout = Duration::from_millis(300);
+    let crawler = Rc::new(Crawler::new(&config, 2).unwrap());
+    let probe = {
+        let crawler = Rc::clone(&crawler);
+        let server = Arc::clone(&server);
+        async move {
+            let crawl = get_running_loop().create_task(Rc::clone(&crawler).crawl());
+            while server.request_count("/robots.txt") == 0 {
+                sleep(Duration::from_millis(5)).await?;
+            }
+            let during = crawler.held();
+            crawl.await?;
+            anyhow::Ok(during)
+        }
+    };
+    let during = event_loop::run(probe).expect("the probe and its crawl run");
+    assert_eq!(
+        during.robots_pending, 1,
+        "while the host's robots.txt has not answered, held() counts it: {during}"
+    );
+    let after = crawler.held();
+    assert!(
+        after.is_clear(),
+        "once robots.txt has failed (twice, each a timeout) and the page is settled, the \
+         crawl holds nothing: {after}"
+    );
+}

@@ -127,7 +127,7 @@ fn switch_all(text: &str, switches: &[(FnPath, usize, String)]) -> Result<String
         let found = blank::find(text, path)?;
         edits.push((
             switch_point(text, &found)?,
-            switch_code(path, *stage, message),
+            switch_code(path, *stage, message, found.is_drop),
         ));
     }
     edits.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
@@ -185,8 +185,9 @@ fn switch_point(text: &str, found: &blank::FoundFn) -> Result<usize> {
 
 /// The switch: on when [`SWITCH`] names `path`, or names (with
 /// [`from_stage`]) its stage `stage` or an earlier one; read once per
-/// function.
-fn switch_code(path: &FnPath, stage: usize, message: &str) -> String {
+/// function. In a `drop`, off while a panic unwinds, as a starter's blank
+/// `drop` is (see [`blank::blank_body`]).
+fn switch_code(path: &FnPath, stage: usize, message: &str, is_drop: bool) -> String {
     // `todo!` formats its argument: braces would be format placeholders.
     let message = format!("{:?}", message.replace('{', "{{").replace('}', "}}"));
     let id = format!("{:?}", path.to_string());
@@ -194,8 +195,13 @@ fn switch_code(path: &FnPath, stage: usize, message: &str) -> String {
         " {{ static STARTER_BLANK: ::std::sync::OnceLock<bool> = ::std::sync::OnceLock::new(); \
          if *STARTER_BLANK.get_or_init(|| ::std::env::var_os({SWITCH:?}).is_some_and(|v| v == {id} \
          || v.to_str().and_then(|v| v.strip_prefix(\"stages \")?.strip_suffix(\"..\")?.parse::<usize>().ok()) \
-         .is_some_and(|from| from <= {stage}))) \
-         {{ todo!({message}) }} }}"
+         .is_some_and(|from| from <= {stage}))){unwinding} \
+         {{ todo!({message}) }} }}",
+        unwinding = if is_drop {
+            " && !::std::thread::panicking()"
+        } else {
+            ""
+        }
     )
 }
 
@@ -940,7 +946,7 @@ impl Counter {
         assert_eq!(out.lines().count(), SAMPLE.lines().count());
         let mut without = out.clone();
         for (path, stage, message) in &switches {
-            let code = switch_code(path, *stage, message);
+            let code = switch_code(path, *stage, message, false);
             assert_eq!(out.matches(&code).count(), 1, "{path}: one switch");
             without = without.replace(&code, "");
         }

@@ -94,6 +94,15 @@ enum Cmd {
         #[arg(long)]
         steps: bool,
     },
+    /// Break stage K on purpose: its classic mistakes, each to make in your
+    /// own code, predict, and check. Without K, the last stage you have
+    /// written.
+    Break {
+        /// The starter.
+        dir: PathBuf,
+        /// The stage, from 1.
+        stage: Option<usize>,
+    },
     /// Show the lesson's code for stage K beside yours (changes nothing).
     Solution {
         /// The starter.
@@ -122,7 +131,9 @@ enum Cmd {
         /// (`[[stage.mistake]]`) on a copy of the lesson and prove its
         /// stage's tests fail with a message containing its words (see
         /// mistakes.rs).
-        #[arg(long, conflicts_with_all = ["write_pages", "each_function"])]
+        /// With --write-pages, the chapters' "Break it on purpose" pages are
+        /// rewritten from this run instead of checked.
+        #[arg(long, conflicts_with = "each_function")]
         mistakes: bool,
         /// With --mistakes: only the mistakes whose name contains this text
         /// (to prove a new one without waiting for all of them).
@@ -235,6 +246,26 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
             print!("{}", hint_text(&list, number, st, steps, &dir)?);
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Break { dir, stage } => {
+            let (_, list) = course_of(&dir, cli.root.as_deref())?;
+            let number = match stage {
+                Some(k) => k,
+                None => last_written(&list, &dir)?,
+            };
+            if number == 0 {
+                println!(
+                    "no stage is written yet: write stage 1 (`starter hint {}`), and once \
+                     `starter check` says it passes, break it here",
+                    dir.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let Some(st) = number.checked_sub(1).and_then(|i| list.stages.get(i)) else {
+                bail!("{} has stages 1 to {}", list.lesson, list.stages.len());
+            };
+            print!("{}", break_text(number, st, &dir));
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Solution { dir, stage } => {
             let (root, list) = course_of(&dir, cli.root.as_deref())?;
             let Some(st) = stage.checked_sub(1).and_then(|i| list.stages.get(i)) else {
@@ -283,24 +314,38 @@ fn run_cli(cli: Cli) -> Result<ExitCode> {
                     .unwrap_or_else(|| root.join("target"))
                     .join("starters");
                 let mut results = Vec::new();
+                let mut stale = Vec::new();
                 for lesson in &lessons {
                     let list = StageList::load(&root, lesson)?;
                     println!("== {}: its classic mistakes", list.lesson);
-                    results.push(starter::mistakes::verify_lesson(
+                    let lesson_results = starter::mistakes::verify_lesson(
                         &root,
                         &list,
                         &target,
                         limit,
                         only.as_deref(),
-                    )?);
+                    )?;
+                    if only.is_none() {
+                        if let Some(problem) =
+                            break_page(&root, &list, &lesson_results, write_pages)?
+                        {
+                            stale.push(problem);
+                        }
+                    }
+                    results.push(lesson_results);
+                }
+                for problem in &stale {
+                    println!("{problem}");
                 }
                 // Last, as CI reads it: `N of N mistakes caught, each with
                 // its message`.
-                return Ok(if starter::mistakes::summarize(&results) {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                });
+                return Ok(
+                    if starter::mistakes::summarize(&results) && stale.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    },
+                );
             }
             let mut problems = Vec::new();
             let mut lists = Vec::new();
@@ -414,6 +459,65 @@ fn first_unwritten(list: &StageList, dir: &Path) -> Result<usize> {
         }
     }
     Ok(list.stages.len())
+}
+
+/// The last stage whose functions are all written (0: none is).
+fn last_written(list: &StageList, dir: &Path) -> Result<usize> {
+    let first = first_unwritten(list, dir)?;
+    let last = list.stages.len();
+    let marker = format!("todo!(\"stage {last}:");
+    let mut all_written = true;
+    for spec in &list.stages[last - 1].blank {
+        if fn_text(dir, &blank::FnPath::parse(spec)?)?.contains(&marker) {
+            all_written = false;
+        }
+    }
+    Ok(if first == last && all_written {
+        last
+    } else {
+        first - 1
+    })
+}
+
+/// What `break` prints for stage `number`: each classic mistake, the
+/// change as the lesson's code takes it, and what to do.
+fn break_text(number: usize, stage: &stages::Stage, dir: &Path) -> String {
+    let mut out = String::new();
+    if stage.mistakes.is_empty() {
+        let _ = writeln!(
+            out,
+            "stage {number} ({}) lists no classic mistake; try another stage",
+            stage.name
+        );
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "stage {number} ({}): break it on purpose, one mistake at a time. Make the change in \
+         your own code, write down which test you expect to fail and what it will say, then \
+         run `starter check {}` and compare. Undo the change before the next one.\n",
+        stage.name,
+        dir.display()
+    );
+    for (i, mistake) in stage.mistakes.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{}. {}\n   as the lesson's src/{} would take it:",
+            i + 1,
+            mistake.name,
+            mistake.file
+        );
+        let diff = starter::mistakes::change_diff(mistake);
+        for line in diff.lines().filter(|l| !l.starts_with("```")) {
+            let _ = writeln!(out, "   {line}");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "The answers, from a real run of each: the chapter's \"Break it on purpose\"."
+    );
+    out
 }
 
 /// What `hint` prints for stage `number`: what to write, where to read,
@@ -1032,6 +1136,44 @@ fn describe(o: &StageOutcome) -> String {
 /// Where a lesson's "Build it yourself" page is generated.
 fn page_path(root: &Path, list: &StageList) -> PathBuf {
     root.join("docs/src/generated/starters").join(&list.chapter)
+}
+
+/// Writes (`write`) or checks a lesson's "Break it on purpose" page against
+/// a run of its mistakes; what is wrong with it, if anything. A run in which
+/// a mistake was not caught writes nothing (its summary fails the run).
+fn break_page(
+    root: &Path,
+    list: &StageList,
+    results: &starter::mistakes::LessonMistakes,
+    write: bool,
+) -> Result<Option<String>> {
+    use starter::mistakes::{break_page_path, comparable, Outcome};
+    if results
+        .iter()
+        .any(|(_, _, outcome)| !matches!(outcome, Outcome::Caught(..)))
+    {
+        return Ok(None);
+    }
+    let (_, _, bin) = stages::find_lesson(&list.lesson).unwrap_or(LESSONS[0]);
+    let page = starter::mistakes::break_page(list, bin, results);
+    let path = break_page_path(root, bin);
+    if write {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, &page).with_context(|| format!("write {}", path.display()))?;
+        println!("wrote {}", path.display());
+        return Ok(None);
+    }
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    Ok((comparable(&old) != comparable(&page)).then(|| {
+        format!(
+            "{}: {} does not match this run of the mistakes (numbers aside): run \
+             `cargo run -p starter -- verify {bin} --mistakes --write-pages`",
+            list.lesson,
+            path.display()
+        )
+    }))
 }
 
 /// The generated page: the commands, each stage with what its tests check

@@ -454,3 +454,51 @@ fn hint_gives_the_goals_and_the_steps_only_when_asked() {
     let said = text(&out.stdout);
     assert!(said.contains(&goal) && said.contains(&steps), "{said}");
 }
+
+/// A starter's blank `drop` fails a test that drops its value, with the
+/// stage's message, and does not abort the test binary when the value is
+/// dropped while another panic unwinds (a failing assertion holding a
+/// guard): every test still gets its own result.
+#[test]
+fn a_blank_drop_fails_its_test_without_aborting_the_others() {
+    let krate = tempfile::tempdir().unwrap();
+    let dir = krate.path();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"blank-drop\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    let lib = "pub struct Guard;\n\nimpl Drop for Guard {\n    fn drop(&mut self) {\n        println!(\"given back\");\n    }\n}\n";
+    let path = starter::blank::FnPath::parse("lib.rs: Drop for Guard::drop").unwrap();
+    let blanked = starter::blank::blank_all(lib, &[(path, "stage 1: the guard".into())]).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), blanked).unwrap();
+    std::fs::write(
+        dir.join("tests/guard.rs"),
+        "#[test]\nfn dropped_plainly() {\n    drop(blank_drop::Guard);\n}\n\n\
+         #[test]\nfn dropped_while_an_assertion_fails() {\n    let _guard = blank_drop::Guard;\n    \
+         assert_eq!(1, 2, \"the test's own failure\");\n}\n\n\
+         #[test]\nfn never_made() {}\n",
+    )
+    .unwrap();
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "-q", "--test", "guard"])
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .current_dir(dir)
+        .output()
+        .expect("run cargo test");
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        all.contains("1 passed; 2 failed"),
+        "every test has its own result: no abort\n{all}"
+    );
+    assert!(
+        all.contains("not yet implemented: stage 1: the guard"),
+        "the plain drop fails with the stage's message\n{all}"
+    );
+    assert!(
+        all.contains("the test's own failure") && !all.contains("panic in a destructor"),
+        "the drop during the assertion's unwinding stays quiet\n{all}"
+    );
+}

@@ -52,6 +52,79 @@ pub fn check(root: &Path) -> Vec<(PathBuf, usize, String)> {
             )),
         }
         out.extend(stage_boxes(root, lesson));
+        out.extend(break_section(root, lesson));
+    }
+    out
+}
+
+/// The fewest classic mistakes a chapter's "Break it on purpose" offers.
+const MIN_BREAKS: usize = 6;
+
+/// The chapter's "Build it yourself" ends with "Break it on purpose": its
+/// heading, then the page generated from a real run of the lesson's
+/// classic mistakes (`starter verify --mistakes --write-pages`), which
+/// offers at least [`MIN_BREAKS`] of them, each with its answer folded.
+fn break_section(root: &Path, lesson: usize) -> Vec<(PathBuf, usize, String)> {
+    let mut out = Vec::new();
+    let chapter = root.join("docs/src").join(format!("lesson{lesson}.md"));
+    let Ok(text) = fs::read_to_string(&chapter) else {
+        return out;
+    };
+    let include = format!("{{{{#include generated/break/lesson{lesson}.md}}}}");
+    let lines: Vec<&str> = text.lines().collect();
+    let heading = lines.iter().position(|l| *l == "### Break it on purpose");
+    let build = lines.iter().position(|l| *l == "## Build it yourself");
+    let included = lines.iter().position(|l| l.trim() == include);
+    match (build, heading, included) {
+        (Some(build), Some(heading), Some(included)) if build < heading && heading < included => {
+            let next = lines[heading + 1..]
+                .iter()
+                .position(|l| l.starts_with("## ") || l.starts_with("### "))
+                .map_or(lines.len(), |k| heading + 1 + k);
+            if included > next {
+                out.push((
+                    chapter.clone(),
+                    included + 1,
+                    format!("`{include}` is not in the section \"Break it on purpose\""),
+                ));
+            }
+        }
+        _ => out.push((
+            chapter.clone(),
+            0,
+            format!(
+                "\"Build it yourself\" must end with a section \"### Break it on purpose\" that \
+                 includes `{include}`"
+            ),
+        )),
+    }
+    let page = root
+        .join("docs/src/generated/break")
+        .join(format!("lesson{lesson}.md"));
+    match fs::read_to_string(&page) {
+        Ok(text) => {
+            let offered = text.lines().filter(|l| l.starts_with("- ")).count();
+            let answered = text.matches("What <code>starter check</code> says").count();
+            if offered < MIN_BREAKS || answered != offered {
+                out.push((
+                    page,
+                    0,
+                    format!(
+                        "{offered} mistakes offered ({answered} with the failure they show): at \
+                         least {MIN_BREAKS}, each with its answer; regenerate it with `cargo run \
+                         -p starter -- verify lesson{lesson} --mistakes --write-pages`"
+                    ),
+                ));
+            }
+        }
+        Err(_) => out.push((
+            page,
+            0,
+            format!(
+                "missing: generate it with `cargo run -p starter -- verify lesson{lesson} \
+                 --mistakes --write-pages`"
+            ),
+        )),
     }
     out
 }
