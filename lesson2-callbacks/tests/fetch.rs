@@ -144,7 +144,8 @@ fn fetch_one_here(url: &str, timeout: Duration) -> Fetched {
         in_flight.now(),
         0,
         "the fetch still counts in flight after it ended ({ended}): `finish` must give back \
-         its place, however the fetch ends"
+         its place, however the fetch ends, by dropping the guard `InFlight::start` gave it; \
+         `InFlightGuard`'s `Drop` takes the fetch off the count"
     );
     assert!(!event_loop.has_work(), "{event_loop:?}");
     assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");

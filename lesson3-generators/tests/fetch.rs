@@ -97,7 +97,8 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
         in_flight.now(),
         0,
         "{which:?}: fetches counted in flight after the fetch ended (the guard \
-         InFlight::start returned must be dropped when the fetch ends)"
+         InFlight::start returned must be dropped when the fetch ends, and \
+         `InFlightGuard`'s `Drop` take the fetch off the count)"
     );
     outcome.take().expect("the task stored its outcome")
 }

@@ -179,11 +179,6 @@ impl<T: 'static> Task<T> {
     }
     // ANCHOR_END: cancel
 
-    /// The future holding the task's outcome.
-    pub fn future(&self) -> &Future<T> {
-        self.inner.future()
-    }
-
     /// Has the coroutine finished (returned, failed, or been cancelled)?
     pub fn done(&self) -> bool {
         self.inner.finished.get()
@@ -284,11 +279,12 @@ impl<T: 'static> std::future::Future for Task<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Task<T> {
+impl<T: 'static> std::fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Through `done`, not the fields: what a task keeps is its own
+        // business (and the learner's design).
         f.debug_struct("Task")
-            .field("id", &self.inner.waker.task)
-            .field("finished", &self.inner.finished.get())
-            .finish()
+            .field("done", &self.done())
+            .finish_non_exhaustive()
     }
 }

@@ -128,7 +128,8 @@ fn an_attempt_that_outlives_the_timeout_is_a_timeout_error() {
             session.in_flight.now(),
             0,
             "fetches in flight after the attempt ran out of time: the guard ends \
-             the count however the attempt ends"
+             the count however the attempt ends (`InFlightGuard`'s `Drop` takes the \
+             fetch off the count)"
         );
     });
 }
