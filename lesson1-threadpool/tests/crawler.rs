@@ -25,7 +25,8 @@ fn each_url_is_new_to_exactly_one_thread() {
     );
     for _round in 0..20 {
         let config = Config::new(shared::Lesson::One, ["http://h/"]);
-        let crawler = Arc::new(Crawler::new(&config, 100).unwrap());
+        let crawler =
+            Arc::new(Crawler::new(&config, 100).expect("`Crawler::new` with a valid root"));
         let urls_todo = Arc::new(Queue::new());
         let start = Arc::new(Barrier::new(THREADS));
         let threads: Vec<_> = (0..THREADS)
@@ -46,7 +47,14 @@ fn each_url_is_new_to_exactly_one_thread() {
                 })
             })
             .collect();
-        let new_total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        let new_total: usize = threads
+            .into_iter()
+            .map(|t| {
+                t.join().unwrap_or_else(|_| {
+                    panic!("a thread running the lesson\'s code panicked: its message is above")
+                })
+            })
+            .sum();
         assert!(
             new_total <= URLS,
             "{} URL(s) were new to two threads: \"is it new?\" and \"mark it seen\" must be \
@@ -112,7 +120,9 @@ fn a_fetch_over_the_budget_waits_for_one_to_end() {
     );
     drop(a);
     third.recv_timeout(Duration::from_secs(10)).unwrap();
-    waiter.join().unwrap();
+    waiter.join().unwrap_or_else(|_| {
+        panic!("a thread running the lesson\'s code panicked: its message is above")
+    });
     assert_eq!(
         in_flight.peak(),
         2,
@@ -159,7 +169,7 @@ fn urls_seen_and_never_finished_are_named() {
     let mut config = Config::new(shared::Lesson::One, ["http://h/"]);
     config.max_pages = Some(1);
     config.log = shared::log::Log::capture(shared::log::Level::Error);
-    let crawler = Crawler::new(&config, 100).unwrap();
+    let crawler = Crawler::new(&config, 100).expect("`Crawler::new` with a valid root");
     let urls_todo = Queue::new();
     let links: Vec<Link> = ["https://h/a", "https://h/b"]
         .iter()
@@ -201,7 +211,7 @@ fn held_names_a_fetch_in_flight_and_nothing_after_it_ends() {
     config.obey_robots = false;
     config.timeout = Duration::from_millis(500);
     config.log = shared::log::Log::capture(shared::log::Level::Error);
-    let crawler = Arc::new(Crawler::new(&config, 1).unwrap());
+    let crawler = Arc::new(Crawler::new(&config, 1).expect("`Crawler::new` with a valid root"));
     let root = crawler.roots()[0].clone();
     let fetching = {
         let crawler = Arc::clone(&crawler);

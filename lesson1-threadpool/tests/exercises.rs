@@ -41,7 +41,7 @@ fn exercise_per_host_limit() {
         )
     });
     let server = TestServer::start(site);
-    let report = crawl(&config(&server, 10)).unwrap();
+    let report = crawl(&config(&server, 10)).expect("the crawl runs to its report");
     assert_eq!(report.urls().len(), 21, "every page is still fetched");
     assert_eq!(
         server.peak_in_flight(),
@@ -128,7 +128,8 @@ fn exercise_bounded_queue() {
 
     // A put waiting on a full queue is woken by shutdown, and refused.
     let full = Arc::new(Queue::with_maxsize(1));
-    full.put(0).unwrap();
+    full.put(0)
+        .expect("`put` on a queue not shut down must accept the item");
     let (started, waiting) = mpsc::channel();
     let putter = {
         let full = Arc::clone(&full);

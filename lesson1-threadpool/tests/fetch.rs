@@ -50,7 +50,8 @@ fn a_complete_response_comes_back() {
         let _ = sock.read(&mut request);
         let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>");
     });
-    let response = get_with(&url, Duration::from_secs(10)).unwrap();
+    let response = get_with(&url, Duration::from_secs(10))
+        .expect("`get` of a page the server answers at once returns its response");
     assert_eq!(response.status, 200, "the status of `HTTP/1.0 200 OK`");
     assert_eq!(
         response.body, b"<p>hi</p>",
@@ -200,7 +201,8 @@ fn the_request_is_http_1_0_for_the_path() {
         let _ = sock.write_all(b"HTTP/1.0 204 No Content\r\n\r\n");
     });
     let url = url.join("/a/b?q=1").unwrap();
-    get_with(&url, Duration::from_secs(10)).unwrap();
+    get_with(&url, Duration::from_secs(10))
+        .expect("`get` of a page the server answers at once returns its response");
     let request = request.recv().unwrap();
     assert!(
         request.starts_with("GET /a/b?q=1 HTTP/1.0\r\n"),

@@ -201,7 +201,12 @@ fn a_thread_asleep_until_its_slot_does_not_hold_up_another_host() {
         robots(404, "")
     });
     assert!(matches!(turn, Turn::Fetch), "{turn:?}");
-    assert!(matches!(sleeper.join().unwrap(), Turn::Fetch));
+    assert!(matches!(
+        sleeper.join().unwrap_or_else(|_| panic!(
+            "a thread running the lesson\'s code panicked: its message is above"
+        )),
+        Turn::Fetch
+    ));
     assert_eq!(
         *events.lock().unwrap(),
         [

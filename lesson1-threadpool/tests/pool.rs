@@ -50,9 +50,10 @@ fn every_item_and_the_work_it_creates_is_done() {
             }
             handled.fetch_add(1, Ordering::SeqCst);
         })
-        .unwrap()
+        .expect("`ThreadPool::new` starts its threads")
     };
-    pool.add_task(9).unwrap();
+    pool.add_task(9)
+        .expect("`add_task` on a pool not shut down must accept the item");
     wait_completion_within(pool, "a tree of 1,023 items on four threads");
     assert_eq!(
         handled.load(Ordering::SeqCst),
@@ -67,8 +68,10 @@ fn every_item_and_the_work_it_creates_is_done() {
 
 #[test]
 fn waiting_on_a_pool_given_no_work_returns() {
-    let pool = ThreadPool::new(3, |_: &Queue<()>, ()| {}).unwrap();
-    pool.wait_completion().unwrap();
+    let pool =
+        ThreadPool::new(3, |_: &Queue<()>, ()| {}).expect("`ThreadPool::new` starts its threads");
+    pool.wait_completion()
+        .expect("`wait_completion` of work that never panics must return `Ok`");
 }
 
 #[test]
@@ -81,10 +84,11 @@ fn the_threads_have_ended_when_wait_completion_returns() {
         ThreadPool::new(4, move |_: &Queue<u8>, _| {
             let _ = &token;
         })
-        .unwrap()
+        .expect("`ThreadPool::new` starts its threads")
     };
     for i in 0..20 {
-        pool.add_task(i).unwrap();
+        pool.add_task(i)
+            .expect("`add_task` on a pool not shut down must accept the item");
     }
     assert!(
         Arc::strong_count(&token) > 1,
@@ -107,9 +111,10 @@ fn dropping_a_pool_ends_its_threads_too() {
         ThreadPool::new(2, move |_: &Queue<u8>, _| {
             let _ = &token;
         })
-        .unwrap()
+        .expect("`ThreadPool::new` starts its threads")
     };
-    pool.add_task(1).unwrap();
+    pool.add_task(1)
+        .expect("`add_task` on a pool not shut down must accept the item");
     drop(pool);
     assert_eq!(
         Arc::strong_count(&token),
@@ -134,7 +139,7 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
                     let _ = tasks.put(n + 10);
                 }
             })
-            .unwrap();
+            .expect("`ThreadPool::new` starts its threads");
             for n in 0..10 {
                 // A worker may reach item 7, panic and shut the pool down
                 // before the last items are added: they are then refused,
@@ -197,10 +202,11 @@ fn the_pool_runs_as_many_items_at_once_as_it_has_threads_and_no_more() {
             }
             counts.0 -= 1;
         })
-        .unwrap()
+        .expect("`ThreadPool::new` starts its threads")
     };
     for i in 0..12 {
-        pool.add_task(i).unwrap();
+        pool.add_task(i)
+            .expect("`add_task` on a pool not shut down must accept the item");
     }
     wait_completion_within(pool, "twelve items on three threads");
     assert_eq!(
@@ -238,9 +244,11 @@ fn panic_messages_are_read_from_str_and_string_payloads() {
 fn wait_completion_returns_once_every_item_is_done() {
     let (done, outcome) = std::sync::mpsc::channel();
     thread::spawn(move || {
-        let pool = ThreadPool::new(2, |_: &Queue<u32>, _| {}).unwrap();
+        let pool = ThreadPool::new(2, |_: &Queue<u32>, _| {})
+            .expect("`ThreadPool::new` starts its threads");
         for n in 0..10 {
-            pool.add_task(n).unwrap();
+            pool.add_task(n)
+                .expect("`add_task` on a pool not shut down must accept the item");
         }
         let _ = done.send(pool.wait_completion().map_err(|e| format!("{e:#}")));
     });

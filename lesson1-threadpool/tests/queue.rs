@@ -50,17 +50,26 @@ fn ended_within<R>(handle: thread::JoinHandle<R>) -> R {
         );
         thread::sleep(Duration::from_millis(10));
     }
-    handle.join().unwrap()
+    handle.join().unwrap_or_else(|_| {
+        panic!("a thread running the lesson\'s code panicked: its message is above")
+    })
 }
 
 #[test]
 fn items_come_out_in_the_order_they_went_in() {
     let q = Queue::new();
     for i in 0..5 {
-        q.put(i).unwrap();
+        q.put(i)
+            .expect("`put` on a queue not shut down must accept the item");
     }
     assert_eq!(q.qsize(), 5, "qsize: the five items put and not yet taken");
-    let out: Vec<i32> = (0..5).map(|_| q.get().unwrap()).collect();
+    let out: Vec<i32> = (0..5)
+        .map(|_| {
+            q.get().expect(
+                "`get` on a queue not shut down must give an item (not `None`) once one is put",
+            )
+        })
+        .collect();
     assert_eq!(
         out,
         [0, 1, 2, 3, 4],
@@ -94,12 +103,15 @@ fn join_on_a_queue_that_never_had_an_item_returns_at_once() {
 fn join_waits_for_task_done_not_for_an_empty_queue() {
     let q = Arc::new(Queue::new());
     let finished = Arc::new(AtomicBool::new(false));
-    q.put("page").unwrap();
+    q.put("page")
+        .expect("`put` on a queue not shut down must accept the item");
     let (took, taken) = mpsc::channel();
     let worker = {
         let (q, finished) = (Arc::clone(&q), Arc::clone(&finished));
         thread::spawn(move || {
-            let _item = q.get().unwrap();
+            let _item = q.get().expect(
+                "`get` on a queue not shut down must give an item (not `None`) once one is put",
+            );
             let _ = took.send(());
             // The queue is empty now, but the task is not done: a
             // `join` that returned here would be the bug this tests.
@@ -124,7 +136,9 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
          `task_done`, not for an empty queue (sleep while tasks are unfinished, not while \
          items are queued)"
     );
-    worker.join().unwrap();
+    worker.join().unwrap_or_else(|_| {
+        panic!("a thread running the lesson\'s code panicked: its message is above")
+    });
 }
 
 /// A thread that calls `q.get()`; its result comes on the receiver.
@@ -157,7 +171,8 @@ fn taken_within<T>(taken: &mpsc::Receiver<Option<T>>, why: &str) -> Option<T> {
 fn get_sleeps_until_an_item_is_put() {
     let q = Arc::new(Queue::new());
     let taken = taker(&q);
-    q.put(42).unwrap();
+    q.put(42)
+        .expect("`put` on a queue not shut down must accept the item");
     assert_eq!(
         taken_within(
             &taken,
@@ -193,8 +208,10 @@ fn shutdown_wakes_every_sleeping_get_with_none() {
 #[test]
 fn shutdown_lets_queued_items_drain_and_refuses_new_ones() {
     let q = Queue::new();
-    q.put(1).unwrap();
-    q.put(2).unwrap();
+    q.put(1)
+        .expect("`put` on a queue not shut down must accept the item");
+    q.put(2)
+        .expect("`put` on a queue not shut down must accept the item");
     q.shutdown(false);
     assert_eq!(
         q.put(3),
@@ -227,12 +244,15 @@ fn shutdown_lets_queued_items_drain_and_refuses_new_ones() {
 fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() {
     let q = Arc::new(Queue::new());
     for i in 0..3 {
-        q.put(i).unwrap();
+        q.put(i)
+            .expect("`put` on a queue not shut down must accept the item");
     }
     // Checked first, so that a `put` that adds nothing fails here instead
     // of leaving the `get` below asleep for ever.
     assert_eq!(q.qsize(), 3, "qsize after three `put`s: three items queued");
-    let running = q.get().unwrap();
+    let running = q
+        .get()
+        .expect("`get` on a queue not shut down must give an item (not `None`) once one is put");
     assert_eq!(running, 0, "the first item out: the first put");
     q.shutdown(true);
     assert_eq!(
@@ -265,7 +285,8 @@ fn immediate_shutdown_drops_queued_items_and_join_waits_only_for_running_ones() 
 fn immediate_shutdown_wakes_a_join_waiting_for_queued_items() {
     let q = Arc::new(Queue::new());
     for i in 0..3 {
-        q.put(i).unwrap();
+        q.put(i)
+            .expect("`put` on a queue not shut down must accept the item");
     }
     let (done, joined) = mpsc::channel();
     {
@@ -302,7 +323,8 @@ fn immediate_shutdown_wakes_a_join_waiting_for_queued_items() {
 #[test]
 fn every_thread_waiting_in_join_wakes_when_the_last_task_is_done() {
     let q = Arc::new(Queue::new());
-    q.put(1).unwrap();
+    q.put(1)
+        .expect("`put` on a queue not shut down must accept the item");
     let (done, joined) = mpsc::channel();
     for _ in 0..3 {
         let (q, done) = (Arc::clone(&q), done.clone());
@@ -313,7 +335,8 @@ fn every_thread_waiting_in_join_wakes_when_the_last_task_is_done() {
     }
     // Give the three time to fall asleep in `join`.
     thread::sleep(Duration::from_millis(100));
-    q.get().unwrap();
+    q.get()
+        .expect("`get` on a queue not shut down must give an item (not `None`) once one is put");
     q.task_done();
     for woken in 0..3 {
         assert!(
@@ -374,13 +397,16 @@ fn many_producers_and_consumers_lose_and_duplicate_nothing() {
             let q = Arc::clone(&q);
             thread::spawn(move || {
                 for i in 0..PER_PRODUCER {
-                    q.put(p * PER_PRODUCER + i).unwrap();
+                    q.put(p * PER_PRODUCER + i)
+                        .expect("`put` on a queue not shut down must accept the item");
                 }
             })
         })
         .collect();
     for producer in producers {
-        producer.join().unwrap();
+        producer.join().unwrap_or_else(|_| {
+            panic!("a thread running the lesson\'s code panicked: its message is above")
+        });
     }
     join_within(
         &q,
@@ -451,13 +477,16 @@ fn a_get_woken_to_an_empty_queue_sleeps_again() {
                 let q = Arc::clone(&q);
                 thread::spawn(move || {
                     for _ in 0..ITEMS / 2 {
-                        q.put(()).unwrap();
+                        q.put(())
+                            .expect("`put` on a queue not shut down must accept the item");
                     }
                 })
             })
             .collect();
         for producer in producers {
-            producer.join().unwrap();
+            producer.join().unwrap_or_else(|_| {
+                panic!("a thread running the lesson\'s code panicked: its message is above")
+            });
         }
         join_within(
             &q,
@@ -487,15 +516,18 @@ fn join_waits_for_work_that_creates_more_work() {
     const DEPTH: u32 = 11;
     let q = Arc::new(Queue::new());
     let handled = Arc::new(AtomicUsize::new(0));
-    q.put(DEPTH).unwrap();
+    q.put(DEPTH)
+        .expect("`put` on a queue not shut down must accept the item");
     let workers: Vec<_> = (0..8)
         .map(|_| {
             let (q, handled) = (Arc::clone(&q), Arc::clone(&handled));
             thread::spawn(move || {
                 while let Some(depth) = q.get() {
                     if depth > 0 {
-                        q.put(depth - 1).unwrap();
-                        q.put(depth - 1).unwrap();
+                        q.put(depth - 1)
+                            .expect("`put` on a queue not shut down must accept the item");
+                        q.put(depth - 1)
+                            .expect("`put` on a queue not shut down must accept the item");
                     }
                     handled.fetch_add(1, Ordering::SeqCst);
                     q.task_done();

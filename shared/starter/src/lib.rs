@@ -390,6 +390,7 @@ fn readme(list: &StageList, through: usize) -> String {
          {}          # the same, again each time you save\n\
          {}           # what the next stage asks of you\n\
          {}   # the lesson's code for stage K, beside yours\n\
+         {}           # once a stage is green: break it on purpose\n\
          ```\n\n\
          | stage | write | its tests |\n|---|---|---|\n",
         list.lesson,
@@ -404,6 +405,7 @@ fn readme(list: &StageList, through: usize) -> String {
         tool("watch ."),
         tool("hint ."),
         tool("solution . K"),
+        tool("break ."),
     );
     for (i, stage) in list.stages.iter().enumerate() {
         let done = if i < through { " (written)" } else { "" };
