@@ -235,3 +235,42 @@ fn held_names_a_fetch_in_flight_and_nothing_after_it_ends() {
         "once the fetch has ended (a timeout), the crawl holds nothing ({after})"
     );
 }
+
+/// While a thread fetches a host's robots.txt, the crawl holds that host's
+/// answer pending: `held` counts it, and nothing once it has come.
+#[test]
+fn held_counts_a_robots_txt_not_answered_yet() {
+    use shared::fixtures::server::{Route, Site, TestServer};
+    let server = TestServer::start(
+        Site::new()
+            .page("/", "a page")
+            .route("/robots.txt", Route::stall()),
+    );
+    let mut config = Config::new(shared::Lesson::One, [server.url("/")]);
+    config.timeout = Duration::from_millis(300);
+    config.log = shared::log::Log::capture(shared::log::Level::Error);
+    let crawler = Arc::new(Crawler::new(&config, 2).expect("`Crawler::new` with a valid root"));
+    let root = crawler.roots()[0].clone();
+    let fetching = {
+        let crawler = Arc::clone(&crawler);
+        thread::spawn(move || crawler.fetch(&Queue::new(), (root, 0)))
+    };
+    assert!(
+        server.wait_for_requests(1, Duration::from_secs(10)),
+        "robots.txt was never asked for"
+    );
+    let during = crawler.held();
+    fetching
+        .join()
+        .unwrap_or_else(|_| panic!("the thread fetching the root panicked: see above"));
+    assert_eq!(
+        during.robots_pending, 1,
+        "while the host's robots.txt has not answered, held() counts it ({during})"
+    );
+    let after = crawler.held();
+    assert!(
+        after.is_clear(),
+        "once robots.txt has failed (twice, each a timeout) and the root is settled, the \
+         crawl holds nothing ({after})"
+    );
+}
