@@ -230,6 +230,11 @@ const SHOWN_LINES: usize = 14;
 /// would take it and the failure `starter check` shows first, folded.
 pub fn break_page(list: &StageList, bin: &str, results: &LessonMistakes) -> String {
     use std::fmt::Write as _;
+    // Panic messages name files of `shared` by their path in the checkout:
+    // the page shows where a learner's checkout might be, so that it is the
+    // same wherever the course is checked out (as the starter pages do).
+    let checkout = list.root.display().to_string();
+    let portable = |text: &str| text.replace(&checkout, "~/crawler-course");
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -264,7 +269,7 @@ pub fn break_page(list: &StageList, bin: &str, results: &LessonMistakes) -> Stri
                 mistake.file,
                 indent_block(&change_diff(mistake))
             );
-            let shown = shown_failure(i + 1, stage, test, message);
+            let shown = portable(&shown_failure(i + 1, stage, test, message));
             let _ = writeln!(
                 out,
                 "  <details>\n  <summary>What <code>starter check</code> says</summary>\n\n{}\n  </details>\n",
