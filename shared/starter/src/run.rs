@@ -340,10 +340,16 @@ fn parse_libtest(output: &str) -> TestRun {
         let Some(rest) = line.strip_prefix("test ") else {
             continue;
         };
+        // A test that reruns itself in a child process (under `ulimit -n`)
+        // prints the child's result line too: each name counts once.
         if let Some(name) = rest.strip_suffix(" ... ok") {
-            run.passed.push(name.to_string());
+            if !run.passed.iter().any(|n| n == name) {
+                run.passed.push(name.to_string());
+            }
         } else if let Some(name) = rest.strip_suffix(" ... FAILED") {
-            run.failed.push((name.to_string(), String::new()));
+            if !run.failed.iter().any(|(n, _)| n == name) {
+                run.failed.push((name.to_string(), String::new()));
+            }
         }
     }
     for (name, message) in &mut run.failed {
@@ -768,6 +774,14 @@ mod tests {
 
     /// The failure shown first names the mistake when one does, then comes
     /// from the stage's own test file, then the rest, by name within each.
+    #[test]
+    fn a_test_that_reruns_itself_counts_once() {
+        let output = "test a ... FAILED\ntest b ... ok\ntest a ... FAILED\ntest b ... ok\n";
+        let run = parse_libtest(output);
+        assert_eq!(run.passed, ["b"]);
+        assert_eq!(run.failed.len(), 1, "{:?}", run.failed);
+    }
+
     #[test]
     fn the_clearest_failure_comes_first() {
         let stage = stage_with_mistake(&["task", "event_loop self_wake"], "clears the flag");
