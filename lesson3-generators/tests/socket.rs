@@ -6,13 +6,15 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use lesson3_generators::event_loop::EventLoop;
 use lesson3_generators::fetch::{connect_any, read_all};
 use lesson3_generators::socket::Socket;
-use shared::fixtures::bound::within;
+use shared::fixtures::bound::{within, within_saying};
 use shared::fixtures::server::refused_addr;
 use shared::http::Limits;
 use shared::{FailKind, FetchError};
@@ -179,12 +181,27 @@ fn read_takes_bytes_that_arrived_before_it_was_called() {
 
 #[test]
 fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
-    let stuck = format!(
-        "`read` never returned the empty chunk of the peer's close: a read of 0 bytes \
-         (`Ok(0)`) is the end of the stream, not `WouldBlock`; `read` must return it at \
-         once, not wait for a readiness that will not come again. Or else: {NEVER_READY}"
-    );
-    within(10, &stuck, || {
+    // How far the reads got, for the message if they never end: stuck with
+    // bytes still unread is a different mistake from stuck at the close.
+    let read_so_far = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&read_so_far);
+    let stuck = move || {
+        let read = read_so_far.load(Ordering::SeqCst);
+        if read < 100 * 1024 {
+            format!(
+                "`read` waited for bytes that were already in the socket: {read} of the \
+                 100 KiB sent were read when it stopped. An edge comes once: `read` must try \
+                 `read_chunk` first and await `ready(Direction::Read)` only after \
+                 `WouldBlock`. Or else: {NEVER_READY}"
+            )
+        } else {
+            "`read` never returned the empty chunk of the peer's close: a read of 0 bytes \
+             (`Ok(0)`) is the end of the stream, not `WouldBlock`; `read` must return it at \
+             once, not wait for a readiness that will not come again"
+                .to_string()
+        }
+    };
+    within_saying(10, stuck, move || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = thread::spawn(move || {
@@ -205,6 +222,7 @@ fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
                     if chunk.is_empty() {
                         break chunks;
                     }
+                    counted.fetch_add(chunk.len(), Ordering::SeqCst);
                     chunks.push(chunk);
                 }
             })

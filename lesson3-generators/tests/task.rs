@@ -199,7 +199,7 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
 /// yields does) must be stepped again on the next turn: the wake-up comes
 /// *during* the step, so the step must have cleared `scheduled` first.
 #[test]
-fn a_wake_up_during_the_poll_schedules_the_next_step() {
+fn wake_up_during_the_poll_schedules_the_next_step() {
     within(10, NEVER_STEPPED, || {
         let event_loop = EventLoop::new().unwrap();
         let polls = Rc::new(Cell::new(0));

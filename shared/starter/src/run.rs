@@ -548,8 +548,12 @@ fn run_stage_told(
 
 /// Orders a stage's failures so that the first is the clearest: one whose
 /// message names a classic mistake of the stage, then one of the stage's
-/// own test file (the first it lists), then the rest; by name within each,
-/// so the order is the same on every run.
+/// own test file (the first it lists), then the rest. Among those that name
+/// a mistake, the one that names the mistake listed first: one mistake can
+/// make several tests fail, one of them with a message that fits a broader
+/// mistake too (a leak's words, say), and the stage list puts the more
+/// specific mistake first. By name last, so the order is the same on every
+/// run.
 pub fn clearest_first(stage: &Stage, failed: &mut [(String, String)]) {
     let own = stage
         .selections()
@@ -557,14 +561,18 @@ pub fn clearest_first(stage: &Stage, failed: &mut [(String, String)]) {
         .map(|s| format!("{}::", s.target))
         .unwrap_or_default();
     failed.sort_by_key(|(name, message)| {
-        let rank = if named_mistake(stage, message).is_some() {
+        let named = stage
+            .mistakes
+            .iter()
+            .position(|m| message.contains(m.shows.as_str()));
+        let rank = if named.is_some() {
             0
         } else if name.starts_with(&own) {
             1
         } else {
             2
         };
-        (rank, name.clone())
+        (rank, named.unwrap_or(usize::MAX), name.clone())
     });
 }
 
@@ -808,6 +816,37 @@ mod tests {
             Some("the flag cleared too late")
         );
         assert_eq!(named_mistake(&stage, &failed[1].1), None);
+    }
+
+    /// When two failures each name a mistake, the one naming the mistake
+    /// the stage lists first is shown, whatever the tests' names.
+    #[test]
+    fn between_two_named_mistakes_the_one_listed_first_wins() {
+        let mut stage = stage_with_mistake(&["crawl"], "a page was finished too early");
+        stage.mistakes.push(Mistake {
+            name: "a place never given back".into(),
+            file: "crawler.rs".into(),
+            find: String::new(),
+            replace: String::new(),
+            shows: "1 place still taken".into(),
+        });
+        let mut failed = vec![
+            (
+                "behaviour::a".to_string(),
+                "1 place still taken".to_string(),
+            ),
+            (
+                "crawl::z".to_string(),
+                "1 place still taken; a page was finished too early".to_string(),
+            ),
+        ];
+        clearest_first(&stage, &mut failed);
+        assert_eq!(failed[0].0, "crawl::z");
+        assert_eq!(
+            named_mistake(&stage, &failed[0].1).as_deref(),
+            Some("the flag cleared too late"),
+            "the first mistake listed whose words the message holds"
+        );
     }
 
     /// A stage stopped at its bound names the tests still running, and
