@@ -108,7 +108,11 @@ pub struct Stage {
     /// The classic mistakes learners make in this stage, each a small change
     /// to the lesson that the stage's tests must catch with a message that
     /// names it (`starter verify --mistakes` proves it); the book lists
-    /// them, folded, in the stage's box.
+    /// them, folded, in the stage's box, and in the chapter's "Break it on
+    /// purpose". Their order matters: when the failures of one mistake also
+    /// carry another's words, `starter check` shows the failure naming the
+    /// mistake listed first, so a specific mistake comes before a broader
+    /// one (see `run::clearest_first`).
     #[serde(default, rename = "mistake")]
     pub mistakes: Vec<Mistake>,
 }
