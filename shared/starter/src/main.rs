@@ -1168,8 +1168,9 @@ fn break_page(
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     Ok((comparable(&old) != comparable(&page)).then(|| {
         format!(
-            "{}: {} does not match this run of the mistakes (numbers aside): run \
-             `cargo run -p starter -- verify {bin} --mistakes --write-pages`",
+            "{}: {} does not match this run of the mistakes (its mistakes, their changes and \
+             the test each shows first, numbers aside): run `cargo run -p starter -- verify \
+             {bin} --mistakes --write-pages`",
             list.lesson,
             path.display()
         )

@@ -352,12 +352,36 @@ fn indent_block(text: &str) -> String {
         .join("\n")
 }
 
-/// A page as it is compared with a new run: what changes from run to run
-/// (numbers: ports, times, counts, line numbers) left out.
+/// A page as it is compared with a new run: the mistakes, their changes
+/// and the test `starter check` shows first for each, word for word; of
+/// that test's message, nothing (a message can carry what changes from run
+/// to run: a property test's seed and case, ports, times). That the message
+/// holds the mistake's words is what the run itself proves. Numbers are left
+/// out everywhere (line numbers, counts).
 pub fn comparable(page: &str) -> String {
-    let mut out = String::with_capacity(page.len());
+    let mut kept = String::with_capacity(page.len());
+    let mut in_text = false;
+    let mut first = false;
+    for line in page.lines() {
+        let fence = line.trim_start();
+        if in_text {
+            if fence.starts_with("```") {
+                in_text = false;
+            } else if first {
+                first = false;
+            } else {
+                continue;
+            }
+        } else if fence.starts_with("```text") {
+            in_text = true;
+            first = true;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    let mut out = String::with_capacity(kept.len());
     let mut in_number = false;
-    for c in page.chars() {
+    for c in kept.chars() {
         if c.is_ascii_digit() {
             if !in_number {
                 out.push('#');
@@ -374,6 +398,28 @@ pub fn comparable(page: &str) -> String {
 #[cfg(test)]
 mod diff_tests {
     use super::*;
+
+    #[test]
+    fn pages_compare_on_the_test_shown_not_on_its_message() {
+        let page = |case: &str, test: &str| {
+            format!(
+                "- a mistake.\n\n  ```text\n  stage 7 (crawler) is red: {test}\n      {case}\n  ```\n"
+            )
+        };
+        assert_eq!(
+            comparable(&page("seed 1, hosts 2", "behaviour::fault_paths")),
+            comparable(&page(
+                "seed 9, budget 3, other lines",
+                "behaviour::fault_paths"
+            )),
+            "the message may change from run to run"
+        );
+        assert_ne!(
+            comparable(&page("seed 1", "behaviour::fault_paths")),
+            comparable(&page("seed 1", "crawl::a_chain")),
+            "the test shown may not"
+        );
+    }
 
     #[test]
     fn a_change_shows_kept_lines_once_and_a_moved_line_as_dropped_and_added() {
