@@ -200,6 +200,30 @@ fn urls_seen_and_never_finished_are_named() {
     );
 }
 
+/// What the crawl holds while one thread fetches the root of `config` (once
+/// `server` has seen its first request), and after that fetch has ended.
+fn held_during_and_after_the_root(
+    server: &shared::fixtures::server::TestServer,
+    config: &Config,
+    budget: usize,
+) -> (shared::Held, shared::Held) {
+    let crawler = Arc::new(Crawler::new(config, budget).expect("`Crawler::new` with a valid root"));
+    let root = crawler.roots()[0].clone();
+    let fetching = {
+        let crawler = Arc::clone(&crawler);
+        thread::spawn(move || crawler.fetch(&Queue::new(), (root, 0)))
+    };
+    assert!(
+        server.wait_for_requests(1, Duration::from_secs(10)),
+        "the root's fetch (or its robots.txt) never reached the server"
+    );
+    let during = crawler.held();
+    fetching
+        .join()
+        .unwrap_or_else(|_| panic!("the thread fetching the root panicked: see above"));
+    (during, crawler.held())
+}
+
 /// What the crawl holds while a fetch is in flight: its place in the socket
 /// budget, which `held` names; and nothing once the fetch has ended, failed
 /// as it is (the server never answers, the deadline passes).
@@ -211,19 +235,7 @@ fn held_names_a_fetch_in_flight_and_nothing_after_it_ends() {
     config.obey_robots = false;
     config.timeout = Duration::from_millis(500);
     config.log = shared::log::Log::capture(shared::log::Level::Error);
-    let crawler = Arc::new(Crawler::new(&config, 1).expect("`Crawler::new` with a valid root"));
-    let root = crawler.roots()[0].clone();
-    let fetching = {
-        let crawler = Arc::clone(&crawler);
-        thread::spawn(move || crawler.fetch(&Queue::new(), (root, 0)))
-    };
-    assert!(
-        server.wait_for_requests(1, Duration::from_secs(10)),
-        "the fetch never reached the server"
-    );
-    let during = crawler.held();
-    fetching.join().expect("the fetch's thread");
-    let after = crawler.held();
+    let (during, after) = held_during_and_after_the_root(&server, &config, 1);
     assert_eq!(
         during.in_flight, 1,
         "while the fetch waits for its answer, the crawl holds its place in the socket \
@@ -249,25 +261,11 @@ fn held_counts_a_robots_txt_not_answered_yet() {
     let mut config = Config::new(shared::Lesson::One, [server.url("/")]);
     config.timeout = Duration::from_millis(300);
     config.log = shared::log::Log::capture(shared::log::Level::Error);
-    let crawler = Arc::new(Crawler::new(&config, 2).expect("`Crawler::new` with a valid root"));
-    let root = crawler.roots()[0].clone();
-    let fetching = {
-        let crawler = Arc::clone(&crawler);
-        thread::spawn(move || crawler.fetch(&Queue::new(), (root, 0)))
-    };
-    assert!(
-        server.wait_for_requests(1, Duration::from_secs(10)),
-        "robots.txt was never asked for"
-    );
-    let during = crawler.held();
-    fetching
-        .join()
-        .unwrap_or_else(|_| panic!("the thread fetching the root panicked: see above"));
+    let (during, after) = held_during_and_after_the_root(&server, &config, 2);
     assert_eq!(
         during.robots_pending, 1,
         "while the host's robots.txt has not answered, held() counts it ({during})"
     );
-    let after = crawler.held();
     assert!(
         after.is_clear(),
         "once robots.txt has failed (twice, each a timeout) and the root is settled, the \
