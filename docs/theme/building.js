@@ -6,7 +6,9 @@
 // listing of the lesson's code that a starter leaves for the learner to
 // write (the chapters wrap those in `<div class="lesson-code">`; book-check
 // holds them to the starters' stage lists) is folded behind a button that
-// shows it on demand, and the contracts written for builders
+// shows it on demand, the prose that explains how the lesson's code does its
+// job (`<div class="lesson-how">`, the listings included) is folded the same
+// way behind "How the lesson does it", and the contracts written for builders
 // (`<div class="building-along">`) are shown. Off, the book reads as it
 // always has.
 //
@@ -71,28 +73,68 @@
         document.body.insertBefore(label, document.body.firstChild);
     }
 
-    // One button per listing of the lesson's code, before it.
-    var folds = Array.prototype.slice.call(document.querySelectorAll(".lesson-code"));
-    folds.forEach(function (fold, i) {
-        var code = fold.querySelector("pre code") || fold.querySelector("pre");
-        var lines = code ? code.textContent.replace(/\n$/, "").split("\n").length : 0;
+    function codeLines(pre) {
+        return pre.textContent.replace(/\n$/, "").split("\n").length;
+    }
+
+    function plural(n, one, many) {
+        return n + " " + (n === 1 ? one : many);
+    }
+
+    // One button before each fold: `kind` is the fold's class, `what` the
+    // button's words for its two states.
+    function foldWith(fold, i, kind, what) {
         var button = document.createElement("button");
         button.type = "button";
-        button.className = "lesson-code-toggle";
-        fold.id = fold.id || "lesson-code-" + (i + 1);
+        button.className = kind + "-toggle";
+        fold.id = fold.id || kind + "-" + (i + 1);
         button.setAttribute("aria-controls", fold.id);
-        var shown = "Hide the lesson's code";
-        var hidden = "Show the lesson's code (" + lines + (lines === 1 ? " line)" : " lines)");
         function draw(open) {
-            fold.classList.toggle("lesson-code-open", open);
+            fold.classList.toggle(kind + "-open", open);
             button.setAttribute("aria-expanded", open ? "true" : "false");
-            button.textContent = open ? shown : hidden;
+            button.textContent = open ? what.shown : what.hidden;
         }
         button.addEventListener("click", function () {
-            draw(!fold.classList.contains("lesson-code-open"));
+            draw(!fold.classList.contains(kind + "-open"));
         });
         draw(false);
         fold.insertBefore(button, fold.firstChild);
+    }
+
+    // How the lesson does it: a section's listings and the prose that
+    // explains them, one fold, for after the learner's own attempt passes.
+    var hows = Array.prototype.slice.call(document.querySelectorAll(".lesson-how"));
+    hows.forEach(function (how, i) {
+        var listings = how.querySelectorAll(".lesson-code pre code, .lesson-code pre");
+        var lines = 0;
+        Array.prototype.forEach.call(how.querySelectorAll(".lesson-code"), function (fold) {
+            var pre = fold.querySelector("pre code") || fold.querySelector("pre");
+            lines += pre ? codeLines(pre) : 0;
+        });
+        var words = how.textContent.split(/\s+/).filter(Boolean).length;
+        var size = listings.length ?
+            plural(lines, "line", "lines") + " of code and its explanation" :
+            plural(words, "word", "words");
+        foldWith(how, i, "lesson-how", {
+            shown: "Hide how the lesson does it",
+            hidden: "How the lesson does it (" + size + ") \u2014 after your own attempt passes",
+        });
+    });
+
+    // A listing of the lesson's code outside such a fold gets a button of
+    // its own; inside one, it opens with its explanation.
+    var folds = Array.prototype.slice.call(document.querySelectorAll(".lesson-code"));
+    folds.forEach(function (fold, i) {
+        if (fold.closest(".lesson-how")) {
+            fold.classList.add("lesson-code-open");
+            return;
+        }
+        var pre = fold.querySelector("pre code") || fold.querySelector("pre");
+        var lines = pre ? codeLines(pre) : 0;
+        foldWith(fold, i, "lesson-code", {
+            shown: "Hide the lesson's code",
+            hidden: "Show the lesson's code (" + plural(lines, "line)", "lines)"),
+        });
     });
 
     function apply(building) {

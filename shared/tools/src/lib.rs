@@ -5,6 +5,7 @@
 //! `starter`, which needs it too.
 
 pub mod building;
+pub mod how;
 pub mod includes;
 pub mod lesson_diff;
 pub mod testdir;

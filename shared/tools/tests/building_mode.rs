@@ -62,8 +62,10 @@ struct Page {
     listings: Vec<(String, bool)>,
     /// How many `.lesson-code` wrappers the page has.
     folds: usize,
-    /// Visible fold buttons.
+    /// Visible fold buttons (listings' and explanations').
     buttons: usize,
+    /// Paragraphs inside `.lesson-how` folds, and how many are visible.
+    how_prose: (usize, usize),
     /// `.building-along` blocks on the page, and how many are visible.
     contracts: (usize, usize),
     /// Whether a `.building-along` block added now would be visible.
@@ -94,7 +96,11 @@ fn read(tab: &Tab) -> Page {
         return JSON.stringify({
             listings,
             folds: main.querySelectorAll(".lesson-code").length,
-            buttons: Array.from(main.querySelectorAll(".lesson-code-toggle")).filter(shown).length,
+            buttons: Array.from(main.querySelectorAll(".lesson-code-toggle, .lesson-how-toggle")).filter(shown).length,
+            howProse: (() => {
+                const ps = Array.from(main.querySelectorAll(".lesson-how p, .lesson-how table"));
+                return [ps.length, ps.filter(shown).length];
+            })(),
             contracts: [contracts.length, contracts.filter(shown).length],
             probe: probeShown,
             switch: box ? box.checked : null,
@@ -124,6 +130,7 @@ fn read(tab: &Tab) -> Page {
         listings,
         folds: count(&json["folds"]),
         buttons: count(&json["buttons"]),
+        how_prose: (count(&json["howProse"][0]), count(&json["howProse"][1])),
         contracts: (count(&json["contracts"][0]), count(&json["contracts"][1])),
         contract_probe_visible: json["probe"].as_bool().expect("probe"),
         switch: json["switch"].as_bool(),
@@ -140,6 +147,30 @@ fn expected_listings() -> Vec<(String, bool)> {
         .iter()
         .map(|l| (normal(&l.code), l.shows_blanked_code()))
         .collect()
+}
+
+/// The folds building mode draws a button for in lesson 1's chapter: each
+/// `lesson-how`, and each `lesson-code` outside one; and, for the first
+/// button, how many listings of blanked code it opens.
+fn expected_buttons() -> (usize, usize) {
+    let chapter = Chapter::read(&root(), 1).expect("lesson 1's chapter and stage list");
+    let blocks = course_tools::how::blocks(&chapter.text);
+    let hows: Vec<_> = blocks.iter().filter(|b| b.class == "lesson-how").collect();
+    let inside = |line: usize| hows.iter().any(|h| h.open < line && line < h.close);
+    let lone = blocks
+        .iter()
+        .filter(|b| b.class == "lesson-code" && !inside(b.open))
+        .count();
+    let first = blocks
+        .iter()
+        .find(|b| b.class == "lesson-how" || (b.class == "lesson-code" && !inside(b.open)))
+        .expect("lesson 1's chapter folds something");
+    let opened = chapter
+        .listings
+        .iter()
+        .filter(|l| l.shows_blanked_code() && first.open < l.line && l.line < first.close + 1)
+        .count();
+    (hows.len() + lone, opened)
 }
 
 /// Checks that the page folds exactly the listings that show blanked code,
@@ -185,10 +216,17 @@ fn assert_folds_exactly_the_blanked(page: &Page, expected: &[(String, bool)], ho
          --bin book-check` says which wrappers to fix, then rebuild the book:\n{}",
         wrong.join("\n")
     );
-    let blanked = expected.iter().filter(|(_, f)| *f).count();
     assert_eq!(
-        page.buttons, blanked,
-        "{how}: one visible \"Show the lesson's code\" button per folded listing"
+        page.buttons,
+        expected_buttons().0,
+        "{how}: one visible button per fold: each \"How the lesson does it\", and each \
+         listing of the lesson's code outside one"
+    );
+    assert_eq!(
+        page.how_prose.1, 0,
+        "{how}: the prose that explains the lesson's code (.lesson-how) is folded in \
+         building mode ({} of {} paragraphs visible)",
+        page.how_prose.1, page.how_prose.0
     );
     assert!(
         page.contract_probe_visible && page.contracts.0 == page.contracts.1,
@@ -228,6 +266,10 @@ fn assert_reading_mode(page: &Page, expected: &[(String, bool)], how: &str) {
     assert_eq!(
         page.buttons, 0,
         "{how}: no fold button shows in reading mode"
+    );
+    assert_eq!(
+        page.how_prose.1, page.how_prose.0,
+        "{how}: reading mode shows every paragraph of the lesson's explanations"
     );
     assert!(
         page.contracts.1 == 0 && !page.contract_probe_visible,
@@ -319,18 +361,24 @@ fn building_mode_folds_exactly_the_blanked_listings() {
         .expect("click the switch");
     assert_folds_exactly_the_blanked(&read(&tab), &expected, "after clicking the switch");
 
-    // A fold's button shows its listing, and only that one.
+    // The first fold's button shows its listings, and only those, with the
+    // prose that explains them.
     let before = read(&tab);
     let hidden_before = before.listings.iter().filter(|(_, v)| !v).count();
-    tab.find_element(".lesson-code-toggle")
+    tab.find_element(".lesson-how-toggle, .lesson-code-toggle")
         .and_then(|e| e.click().map(|_| ()))
         .expect("click the first fold's button");
     let after = read(&tab);
     let hidden_after = after.listings.iter().filter(|(_, v)| !v).count();
+    let opened = expected_buttons().1;
+    assert!(
+        opened > 0,
+        "the chapter's first fold holds a listing of blanked code"
+    );
     assert_eq!(
         hidden_after,
-        hidden_before - 1,
-        "clicking \"Show the lesson's code\" shows its listing, and no other"
+        hidden_before - opened,
+        "clicking the first fold's button shows its {opened} listing(s), and no other"
     );
     let first_blanked = expected
         .iter()
@@ -343,6 +391,12 @@ fn building_mode_folds_exactly_the_blanked_listings() {
             .iter()
             .any(|(code, visible)| code == first_blanked && *visible),
         "the first fold's listing shows after its button is clicked"
+    );
+    assert!(
+        after.how_prose.1 > before.how_prose.1,
+        "the first fold's explanation shows with its listing: {:?} then {:?}",
+        before.how_prose,
+        after.how_prose
     );
 
     // Remembered on another page, reached without any query.

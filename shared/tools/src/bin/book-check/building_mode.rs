@@ -53,8 +53,27 @@ pub fn check(root: &Path) -> Vec<(PathBuf, usize, String)> {
         }
         out.extend(stage_boxes(root, lesson));
         out.extend(break_section(root, lesson));
+        out.extend(problem_first(root, lesson));
     }
     out
+}
+
+/// The chapter reads problem first, explanation after, in building mode:
+/// [`course_tools::how`]'s two rules.
+fn problem_first(root: &Path, lesson: usize) -> Vec<(PathBuf, usize, String)> {
+    let chapter = root.join("docs/src").join(format!("lesson{lesson}.md"));
+    let (Ok(text), Ok(list)) = (
+        fs::read_to_string(&chapter),
+        starter::stages::StageList::load(root, &lesson.to_string()),
+    ) else {
+        return Vec::new();
+    };
+    let functions: Vec<String> = list.stages.iter().flat_map(|s| s.blank.clone()).collect();
+    let stage_file = format!("docs/starters/lesson{lesson}.toml");
+    course_tools::how::problems(&text, &functions, &stage_file)
+        .into_iter()
+        .map(|(line, message)| (chapter.clone(), line, message))
+        .collect()
 }
 
 /// The fewest classic mistakes a chapter's "Break it on purpose" offers.
