@@ -26,7 +26,7 @@ fn each_url_is_new_to_exactly_one_thread() {
     for _round in 0..20 {
         let config = Config::new(shared::Lesson::One, ["http://h/"]);
         let crawler =
-            Arc::new(Crawler::new(&config, 100).expect("`Crawler::new` with a valid root"));
+            Arc::new(Crawler::new(&config, 100).expect("`Crawler::new` must accept a valid root"));
         let urls_todo = Arc::new(Queue::new());
         let start = Arc::new(Barrier::new(THREADS));
         let threads: Vec<_> = (0..THREADS)
@@ -169,7 +169,7 @@ fn urls_seen_and_never_finished_are_named() {
     let mut config = Config::new(shared::Lesson::One, ["http://h/"]);
     config.max_pages = Some(1);
     config.log = shared::log::Log::capture(shared::log::Level::Error);
-    let crawler = Crawler::new(&config, 100).expect("`Crawler::new` with a valid root");
+    let crawler = Crawler::new(&config, 100).expect("`Crawler::new` must accept a valid root");
     let urls_todo = Queue::new();
     let links: Vec<Link> = ["https://h/a", "https://h/b"]
         .iter()
@@ -207,7 +207,8 @@ fn held_during_and_after_the_root(
     config: &Config,
     budget: usize,
 ) -> (shared::Held, shared::Held) {
-    let crawler = Arc::new(Crawler::new(config, budget).expect("`Crawler::new` with a valid root"));
+    let crawler =
+        Arc::new(Crawler::new(config, budget).expect("`Crawler::new` must accept a valid root"));
     let root = crawler.roots()[0].clone();
     let fetching = {
         let crawler = Arc::clone(&crawler);

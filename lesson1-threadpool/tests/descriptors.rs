@@ -52,7 +52,8 @@ fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
         }
         let report = lesson1_threadpool::crawl(&config);
         drop(held);
-        let report = report.expect("the crawl");
+        let report =
+            report.expect("the crawl must return its report, even when descriptors run short");
         let error = report
             .get(&root)
             .and_then(|s| s.error.clone())

@@ -41,7 +41,7 @@ fn exercise_per_host_limit() {
         )
     });
     let server = TestServer::start(site);
-    let report = crawl(&config(&server, 10)).expect("the crawl runs to its report");
+    let report = crawl(&config(&server, 10)).expect("the crawl must run to its report");
     assert_eq!(report.urls().len(), 21, "every page is still fetched");
     assert_eq!(
         server.peak_in_flight(),
@@ -100,7 +100,9 @@ fn exercise_bounded_queue() {
                 if queue.qsize() == 3 {
                     waited.store(true, Ordering::SeqCst);
                 }
-                queue.put(i).expect("the queue is not shut down");
+                queue
+                    .put(i)
+                    .expect("`put` must accept an item on a queue not shut down");
                 most.fetch_max(queue.qsize(), Ordering::SeqCst);
             }
         })

@@ -62,7 +62,8 @@ fn a_complete_response_comes_back() {
 #[test]
 fn a_closed_port_is_a_connect_error() {
     let url = Url::parse(&format!("http://{}/", refused_addr())).unwrap();
-    let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
+    let err = get_with(&url, Duration::from_secs(10))
+        .expect_err("it must be an error: a closed port is a connect error");
     assert_eq!(
         err.kind,
         FailKind::Connect,
@@ -73,7 +74,8 @@ fn a_closed_port_is_a_connect_error() {
 #[test]
 fn https_is_refused_before_a_socket_is_made() {
     let url = Url::parse("https://127.0.0.1:1/").unwrap();
-    let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
+    let err = get_with(&url, Duration::from_secs(10))
+        .expect_err("it must be an error: https is refused before a socket is made");
     assert_eq!(
         err.kind,
         FailKind::Unsupported,
@@ -92,7 +94,9 @@ fn a_server_that_never_answers_is_a_timeout_by_the_deadline() {
         let _ = hold.recv();
     });
     let started = Instant::now();
-    let err = get_with(&url, Duration::from_millis(300)).unwrap_err();
+    let err = get_with(&url, Duration::from_millis(300)).expect_err(
+        "it must be an error: a server that never answers is a timeout by the deadline",
+    );
     assert_eq!(
         err.kind,
         FailKind::Timeout,
@@ -135,7 +139,7 @@ fn a_server_that_drips_bytes_is_a_timeout_by_the_deadline() {
          read's timeout to the time left",
         move || get_with(&url, Duration::from_millis(500)),
     )
-    .unwrap_err();
+    .expect_err("it must be an error: a server that drips bytes is a timeout by the deadline");
     assert_eq!(
         err.kind,
         FailKind::Timeout,
@@ -157,7 +161,8 @@ fn a_connection_closed_mid_body_is_a_reset() {
         let _ = sock.read(&mut request);
         let _ = sock.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
     });
-    let err = get_with(&url, Duration::from_secs(10)).unwrap_err();
+    let err = get_with(&url, Duration::from_secs(10))
+        .expect_err("it must be an error: a connection closed mid body is a reset");
     assert_eq!(
         err.kind,
         FailKind::Reset,
@@ -264,7 +269,9 @@ fn a_connection_reset_while_the_request_is_written_is_a_reset() {
     });
     let url = url.join(&path).unwrap();
     let started = Instant::now();
-    let err = get_with(&url, Duration::from_secs(5)).unwrap_err();
+    let err = get_with(&url, Duration::from_secs(5)).expect_err(
+        "it must be an error: a connection reset while the request is written is a reset",
+    );
     assert_eq!(
         err.kind,
         FailKind::Reset,
@@ -290,7 +297,9 @@ fn a_connection_reset_while_waiting_for_the_response_is_that_error() {
         thread::sleep(Duration::from_millis(200));
         drop(sock);
     });
-    let err = get_with(&url, Duration::from_secs(5)).unwrap_err();
+    let err = get_with(&url, Duration::from_secs(5)).expect_err(
+        "it must be an error: a connection reset while waiting for the response is that error",
+    );
     assert_eq!(
         err.kind,
         FailKind::Reset,

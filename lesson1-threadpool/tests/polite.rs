@@ -145,9 +145,10 @@ fn a_panic_while_fetching_robots_txt_ends_the_crawl_with_its_error() {
                     panic!("the robots.txt fetch broke");
                 });
             })
-            .expect("start the threads");
+            .expect("`ThreadPool::new` must start its threads");
             for path in ["/a", "/b", "/c", "/d"] {
-                pool.add_task(path.to_string()).expect("queue a path");
+                pool.add_task(path.to_string())
+                    .expect("`add_task` must queue a path on a running pool");
             }
             pool.wait_completion()
                 .map_err(|e| e.to_string())

@@ -50,7 +50,7 @@ fn every_item_and_the_work_it_creates_is_done() {
             }
             handled.fetch_add(1, Ordering::SeqCst);
         })
-        .expect("`ThreadPool::new` starts its threads")
+        .expect("`ThreadPool::new` must start its threads")
     };
     pool.add_task(9)
         .expect("`add_task` on a pool not shut down must accept the item");
@@ -68,8 +68,8 @@ fn every_item_and_the_work_it_creates_is_done() {
 
 #[test]
 fn waiting_on_a_pool_given_no_work_returns() {
-    let pool =
-        ThreadPool::new(3, |_: &Queue<()>, ()| {}).expect("`ThreadPool::new` starts its threads");
+    let pool = ThreadPool::new(3, |_: &Queue<()>, ()| {})
+        .expect("`ThreadPool::new` must start its threads");
     pool.wait_completion()
         .expect("`wait_completion` of work that never panics must return `Ok`");
 }
@@ -84,7 +84,7 @@ fn the_threads_have_ended_when_wait_completion_returns() {
         ThreadPool::new(4, move |_: &Queue<u8>, _| {
             let _ = &token;
         })
-        .expect("`ThreadPool::new` starts its threads")
+        .expect("`ThreadPool::new` must start its threads")
     };
     for i in 0..20 {
         pool.add_task(i)
@@ -111,7 +111,7 @@ fn dropping_a_pool_ends_its_threads_too() {
         ThreadPool::new(2, move |_: &Queue<u8>, _| {
             let _ = &token;
         })
-        .expect("`ThreadPool::new` starts its threads")
+        .expect("`ThreadPool::new` must start its threads")
     };
     pool.add_task(1)
         .expect("`add_task` on a pool not shut down must accept the item");
@@ -139,7 +139,7 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
                     let _ = tasks.put(n + 10);
                 }
             })
-            .expect("`ThreadPool::new` starts its threads");
+            .expect("`ThreadPool::new` must start its threads");
             for n in 0..10 {
                 // A worker may reach item 7, panic and shut the pool down
                 // before the last items are added: they are then refused,
@@ -151,7 +151,7 @@ fn a_panic_in_work_ends_the_crawl_with_an_error_instead_of_a_hang() {
             let _ = done.send(pool.wait_completion().map_err(|e| e.to_string()));
         });
         let err = match outcome.recv_timeout(Duration::from_secs(30)) {
-            Ok(result) => result.unwrap_err(),
+            Ok(result) => result.expect_err("it must be an error: a panic in work ends the crawl with an error instead of a hang"),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!(
                 "--threads {threads}: the test's thread panicked before `wait_completion` \
                  returned: its message is above (a `todo!` not yet written, or a panic in \
@@ -202,7 +202,7 @@ fn the_pool_runs_as_many_items_at_once_as_it_has_threads_and_no_more() {
             }
             counts.0 -= 1;
         })
-        .expect("`ThreadPool::new` starts its threads")
+        .expect("`ThreadPool::new` must start its threads")
     };
     for i in 0..12 {
         pool.add_task(i)
@@ -245,7 +245,7 @@ fn wait_completion_returns_once_every_item_is_done() {
     let (done, outcome) = std::sync::mpsc::channel();
     thread::spawn(move || {
         let pool = ThreadPool::new(2, |_: &Queue<u32>, _| {})
-            .expect("`ThreadPool::new` starts its threads");
+            .expect("`ThreadPool::new` must start its threads");
         for n in 0..10 {
             pool.add_task(n)
                 .expect("`add_task` on a pool not shut down must accept the item");

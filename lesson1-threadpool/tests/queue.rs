@@ -124,7 +124,7 @@ fn join_waits_for_task_done_not_for_an_empty_queue() {
     // is not done.
     taken
         .recv_timeout(JOIN_LIMIT)
-        .expect("the worker's `get` of the one item put");
+        .expect("the worker's `get` must return the one item put");
     join_within(
         &q,
         "the worker took the one item (`get`) and marked it done (`task_done`), which must \

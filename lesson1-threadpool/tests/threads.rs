@@ -33,7 +33,7 @@ fn slow_site(n: usize, delay: Duration) -> Site {
 #[test]
 fn three_threads_keep_exactly_three_requests_in_flight() {
     let server = TestServer::start(slow_site(9, Duration::from_millis(300)));
-    let report = crawl(&config(&server, 3)).expect("the crawl runs to its report");
+    let report = crawl(&config(&server, 3)).expect("the crawl must run to its report");
     assert_eq!(
         report.stats.len(),
         10,
@@ -60,7 +60,7 @@ fn three_threads_keep_exactly_three_requests_in_flight() {
 #[test]
 fn one_thread_fetches_one_url_at_a_time() {
     let server = TestServer::start(slow_site(3, Duration::from_millis(50)));
-    let report = crawl(&config(&server, 1)).expect("the crawl runs to its report");
+    let report = crawl(&config(&server, 1)).expect("the crawl must run to its report");
     assert_eq!(
         report.stats.len(),
         4,
@@ -89,7 +89,7 @@ fn a_stuck_server_ends_as_a_timeout_line_promptly() {
     let mut config = config(&server, 4);
     config.timeout = Duration::from_secs(1);
     let started = Instant::now();
-    let report = crawl(&config).expect("the crawl runs to its report");
+    let report = crawl(&config).expect("the crawl must run to its report");
     let took = started.elapsed();
     let stuck = server.url("/stuck");
     let error = report
@@ -133,7 +133,7 @@ fn a_server_that_drips_its_answer_ends_as_a_timeout_by_the_deadline() {
     let mut config = config(&server, 2);
     config.timeout = Duration::from_secs(1);
     let started = Instant::now();
-    let report = crawl(&config).expect("the crawl runs to its report");
+    let report = crawl(&config).expect("the crawl must run to its report");
     let took = started.elapsed();
     let drip = report
         .get(&server.url("/drip"))
@@ -151,7 +151,7 @@ fn a_server_that_drips_its_answer_ends_as_a_timeout_by_the_deadline() {
 fn a_generated_site_gives_exactly_the_expected_urls() {
     let site = generate(&SiteSpec::new(200));
     let server = TestServer::start(site.to_site());
-    let report = crawl(&config(&server, 6)).expect("the crawl runs to its report");
+    let report = crawl(&config(&server, 6)).expect("the crawl must run to its report");
     let expected = site.expected_urls(&server.url(""));
     assert_eq!(
         report.urls(),
@@ -192,7 +192,7 @@ fn every_url_enters_the_seen_set_exactly_once() {
         site = site.page(&format!("/leaf/{i}"), "leaf");
     }
     let server = TestServer::start(site);
-    let report = crawl(&config(&server, HUBS)).expect("the crawl runs to its report");
+    let report = crawl(&config(&server, HUBS)).expect("the crawl must run to its report");
     assert_eq!(
         report.stats.len(),
         1 + HUBS + LEAVES,
@@ -225,7 +225,7 @@ fn every_url_enters_the_seen_set_exactly_once() {
 fn a_thread_count_the_system_cannot_give_is_an_error_not_an_abort() {
     let server = TestServer::start(Site::new().page("/", "home"));
     for threads in [0, lesson1_threadpool::MAX_THREADS + 1] {
-        let err = crawl(&config(&server, threads)).unwrap_err().to_string();
+        let err = crawl(&config(&server, threads)).expect_err("it must be an error: a thread count the system cannot give is an error not an abort").to_string();
         assert!(
             err.contains("--threads must be between"),
             "--threads {threads}: the error must say `--threads must be between ...`; it was \
@@ -275,7 +275,7 @@ fn the_status_line_does_not_count_a_fetch_in_flight_as_queued() {
     );
     let mut config = config(&server, 2);
     config.log = Log::capture(Level::Info).with_status_line();
-    let report = crawl(&config).expect("the crawl runs to its report");
+    let report = crawl(&config).expect("the crawl must run to its report");
     assert_eq!(
         report.stats.len(),
         3,
@@ -302,7 +302,7 @@ fn the_status_line_does_not_count_urls_over_max_pages_as_queued() {
     let mut config = config(&server, 2);
     config.max_pages = Some(2);
     config.log = Log::capture(Level::Info).with_status_line();
-    let report = crawl(&config).expect("the crawl runs to its report");
+    let report = crawl(&config).expect("the crawl must run to its report");
     assert_eq!(
         report.stats.len(),
         2,

@@ -66,7 +66,8 @@ fn spinning_gets_the_response_but_burns_a_spin_per_wasted_check() {
 fn a_refused_connection_is_an_error_not_an_endless_spin() {
     let addr = refused_addr();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
+    let err = fetch_by_spinning(addr, REQUEST, deadline)
+        .expect_err("it must be an error: a refused connection is an error not an endless spin");
     assert_eq!(
         err.kind(),
         io::ErrorKind::ConnectionRefused,
@@ -82,7 +83,8 @@ fn a_server_that_never_answers_ends_at_the_deadline() {
     let deadline = Instant::now() + Duration::from_millis(50);
     // The kernel completes the handshake from the listen backlog, so the
     // connect and the write succeed; no answer ever comes.
-    let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
+    let err = fetch_by_spinning(addr, REQUEST, deadline)
+        .expect_err("it must be an error: a server that never answers ends at the deadline");
     assert_eq!(
         err.kind(),
         io::ErrorKind::TimedOut,
@@ -207,7 +209,7 @@ fn a_connection_reset_while_the_request_is_written_is_an_error_not_a_spin() {
         // Closing with the request unread resets the connection.
     });
     let deadline = Instant::now() + Duration::from_secs(5);
-    let err = fetch_by_spinning(addr, &request, deadline).unwrap_err();
+    let err = fetch_by_spinning(addr, &request, deadline).expect_err("it must be an error: a connection reset while the request is written is an error not a spin");
     server.join().unwrap();
     assert!(
         matches!(
@@ -240,7 +242,9 @@ fn a_connection_reset_while_the_response_is_read_is_an_error_not_a_spin() {
             .unwrap();
     });
     let deadline = Instant::now() + Duration::from_secs(5);
-    let err = fetch_by_spinning(addr, REQUEST, deadline).unwrap_err();
+    let err = fetch_by_spinning(addr, REQUEST, deadline).expect_err(
+        "it must be an error: a connection reset while the response is read is an error not a spin",
+    );
     server.join().unwrap();
     assert_eq!(
         err.kind(),

@@ -165,7 +165,8 @@ fn a_socket_budget_of_50_crawls_500_links_with_at_most_50_in_flight() {
     let mut config = Config::new(Lesson::Two, [server.url("/")]);
     config.log = Log::capture(Level::Error);
     config.timeout = Duration::from_secs(30);
-    let report = lesson2_callbacks::crawl_with_budget(&config, 50).unwrap();
+    let report = lesson2_callbacks::crawl_with_budget(&config, 50)
+        .expect("the crawl must return its report for a root that answers");
     assert_eq!(
         report.stats.len(),
         N + 1,
@@ -216,8 +217,10 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     let mut config = Config::new(Lesson::Two, [format!("{origin}/")]);
     config.log = Log::capture(Level::Error);
     config.obey_robots = false;
-    let event_loop = EventLoop::new().unwrap();
-    let crawler = Crawler::new(&config, 1).unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
+    let crawler =
+        Crawler::new(&config, 1).expect("`Crawler::new` must accept a valid configuration");
     {
         let mut crawler = crawler.borrow_mut();
         assert_eq!(
@@ -266,11 +269,15 @@ fn held_counts_a_robots_txt_not_answered_yet() {
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let mut config = Config::new(Lesson::Two, [format!("{origin}/")]);
     config.log = Log::capture(Level::Error);
-    let event_loop = EventLoop::new().unwrap();
-    let crawler = Crawler::new(&config, 1).unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
+    let crawler =
+        Crawler::new(&config, 1).expect("`Crawler::new` must accept a valid configuration");
     let url = url::Url::parse(&format!("{origin}/")).unwrap();
     crawler.borrow_mut().fetch(&event_loop, url, 0);
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     let held = crawler.borrow().held(&event_loop);
     assert_eq!(
         held.robots_pending, 1,

@@ -31,9 +31,13 @@ fn socket_pair() -> (mio::net::TcpStream, std::net::TcpStream) {
 #[test]
 fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (mut client, mut server) = socket_pair();
-        let token = event_loop.register(&mut client).unwrap();
+        let token = event_loop
+            .register(&mut client)
+            .expect("`register` must give an open socket a token");
         server.write_all(b"hello").unwrap();
         let calls = Rc::new(Cell::new(0));
         let (seen, stopper) = (Rc::clone(&calls), event_loop.clone());
@@ -42,8 +46,8 @@ fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
                 seen.set(seen.get() + 1);
                 stopper.stop();
             })
-            .unwrap();
-        event_loop.run_forever().unwrap();
+            .expect("`add_reader` must install a reader for a registered socket");
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             calls.get(),
             1,
@@ -75,10 +79,14 @@ fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
 #[test]
 fn deregister_drops_the_callbacks_and_ends_a_loop_with_nothing_left() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (mut client, mut server) = socket_pair();
         server.write_all(b"x").unwrap();
-        let token = event_loop.register(&mut client).unwrap();
+        let token = event_loop
+            .register(&mut client)
+            .expect("`register` must give an open socket a token");
         let client = Rc::new(RefCell::new(client));
         let calls = Rc::new(Cell::new(0));
         let (sock, seen, ev) = (Rc::clone(&client), Rc::clone(&calls), event_loop.clone());
@@ -87,9 +95,9 @@ fn deregister_drops_the_callbacks_and_ends_a_loop_with_nothing_left() {
                 seen.set(seen.get() + 1);
                 ev.deregister(&mut *sock.borrow_mut(), token);
             })
-            .unwrap();
+            .expect("`add_reader` must install a reader for a registered socket");
         // No `stop`: the loop ends because nothing is left to wait for.
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             calls.get(),
             1,
@@ -122,9 +130,13 @@ fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
         // The shape of a fetch: writable (connected), then readable (the
         // response), the first callback installing the second and removing
         // itself while it runs.
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (mut client, server) = socket_pair();
-        let token = event_loop.register(&mut client).unwrap();
+        let token = event_loop
+            .register(&mut client)
+            .expect("`register` must give an open socket a token");
         let client = Rc::new(RefCell::new(client));
         let server = RefCell::new(server);
         let log = Rc::new(RefCell::new(Vec::new()));
@@ -144,8 +156,8 @@ fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
                 })
                 .unwrap();
             })
-            .unwrap();
-        event_loop.run_forever().unwrap();
+            .expect("`add_writer` must install a writer for a registered socket");
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             *log.borrow(),
             ["writable", "readable"],
@@ -156,9 +168,12 @@ fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
 
 #[test]
 fn an_unregistered_token_is_refused() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (mut client, _server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
+    let token = event_loop
+        .register(&mut client)
+        .expect("`register` must give an open socket a token");
     event_loop.deregister(&mut client, token);
     assert!(
         event_loop.add_reader(token, || {}).is_err(),
@@ -173,7 +188,9 @@ fn an_unregistered_token_is_refused() {
 #[test]
 fn timers_run_by_due_time_then_by_start_order() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let order = Rc::new(RefCell::new(Vec::new()));
         let base = Instant::now();
         for (name, ms) in [("c", 3), ("a1", 1), ("b", 2), ("a2", 1), ("now", 0)] {
@@ -182,7 +199,7 @@ fn timers_run_by_due_time_then_by_start_order() {
                 order.borrow_mut().push(name)
             });
         }
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             *order.borrow(),
             ["now", "a1", "a2", "b", "c"],
@@ -195,15 +212,19 @@ fn timers_run_by_due_time_then_by_start_order() {
 #[test]
 fn a_timer_fires_no_earlier_than_its_delay() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let fired = Rc::new(Cell::new(None));
         let at = Rc::clone(&fired);
         let start = Instant::now();
         event_loop.call_later(Duration::from_millis(20), move || {
             at.set(Some(Instant::now()))
         });
-        event_loop.run_forever().unwrap();
-        let fired = fired.get().expect("timer ran");
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
+        let fired = fired
+            .get()
+            .expect("a 20 ms timer must have run by the time `run_forever` returns");
         assert!(
             fired - start >= Duration::from_millis(20),
             "a 20 ms timer ran after {:?}",
@@ -215,7 +236,9 @@ fn a_timer_fires_no_earlier_than_its_delay() {
 #[test]
 fn a_cancelled_timer_never_runs() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let ran = Rc::new(Cell::new(false));
         let flag = Rc::clone(&ran);
         let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
@@ -235,7 +258,7 @@ fn a_cancelled_timer_never_runs() {
             !event_loop.has_work(),
             "`has_work` once the only timer is cancelled must be false: {event_loop:?}"
         );
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert!(!ran.get(), "a cancelled timer's callback ran");
         // The callback, and what it captured, went with the cancel.
         assert_eq!(
@@ -252,21 +275,25 @@ fn a_timer_ends_a_wait_on_a_socket_that_never_becomes_ready() {
     within(10, RUN_FOREVER_STUCK, || {
         // The shape of `--timeout`: the socket's reader never runs, the timer's
         // callback does, and it deregisters the socket.
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (mut client, _server) = socket_pair();
-        let token = event_loop.register(&mut client).unwrap();
+        let token = event_loop
+            .register(&mut client)
+            .expect("`register` must give an open socket a token");
         let client = Rc::new(RefCell::new(client));
         let outcome = Rc::new(Cell::new(""));
         let o = Rc::clone(&outcome);
         event_loop
             .add_reader(token, move || o.set("readable"))
-            .unwrap();
+            .expect("`add_reader` must install a reader for a registered socket");
         let (o, sock, ev) = (Rc::clone(&outcome), Rc::clone(&client), event_loop.clone());
         event_loop.call_later(Duration::from_millis(10), move || {
             o.set("timeout");
             ev.deregister(&mut *sock.borrow_mut(), token);
         });
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             outcome.get(),
             "timeout",
@@ -278,7 +305,9 @@ fn a_timer_ends_a_wait_on_a_socket_that_never_becomes_ready() {
 #[test]
 fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let order = Rc::new(RefCell::new(Vec::new()));
         let (o, ev) = (Rc::clone(&order), event_loop.clone());
         event_loop.call_soon(move || {
@@ -287,7 +316,9 @@ fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
             ev.call_soon(move || o2.borrow_mut().push(3));
             o.borrow_mut().push(2);
         });
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         // The callback scheduled during the first turn waits for the next.
         assert_eq!(
             *order.borrow(),
@@ -297,7 +328,7 @@ fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
              running them, so that callbacks that keep scheduling more cannot starve the \
              sockets; nor is it run inside `call_soon`"
         );
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             *order.borrow(),
             [1, 2, 3],
@@ -309,7 +340,9 @@ fn call_soon_runs_in_order_on_the_next_turn_not_inside_the_caller() {
 #[test]
 fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let count = Rc::new(Cell::new(0));
         for _ in 0..3 {
             let (c, stopper) = (Rc::clone(&count), event_loop.clone());
@@ -320,7 +353,7 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
         }
         // One turn runs all three (they were all scheduled before it began),
         // then the loop sees the flag.
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             count.get(),
             3,
@@ -329,7 +362,7 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
         );
         let c = Rc::clone(&count);
         event_loop.call_soon(move || c.set(c.get() + 1));
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             count.get(),
             4,
@@ -341,11 +374,13 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
 #[test]
 fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let nested = Rc::new(Cell::new(None));
         let (n, ev) = (Rc::clone(&nested), event_loop.clone());
         event_loop.call_soon(move || n.set(Some(ev.run_forever().is_err())));
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             nested.get(),
             Some(true),
@@ -375,7 +410,9 @@ fn run_forever_inside_a_callback_is_refused_and_close_drops_everything() {
 #[test]
 fn a_cancelled_call_soon_never_runs_and_its_callback_is_dropped_at_once() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let ran = Rc::new(Cell::new(false));
         let flag = Rc::clone(&ran);
         let handle = event_loop.call_soon(move || flag.set(true));
@@ -392,7 +429,7 @@ fn a_cancelled_call_soon_never_runs_and_its_callback_is_dropped_at_once() {
              (`Handle::cancel` must drop the callback at once)"
         );
         handle.cancel();
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert!(!ran.get(), "a cancelled handle's callback ran");
     });
 }
@@ -403,17 +440,20 @@ fn a_cancelled_call_soon_never_runs_and_its_callback_is_dropped_at_once() {
 /// `register` and `run_forever` refuse.
 #[test]
 fn close_drops_the_ready_callbacks_and_the_readers_and_refuses_new_work() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let held = Rc::new(());
     let (in_ready, in_reader) = (Rc::clone(&held), Rc::clone(&held));
     event_loop.call_soon(move || drop(in_ready));
     let (mut client, _server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
+    let token = event_loop
+        .register(&mut client)
+        .expect("`register` must give an open socket a token");
     event_loop
         .add_reader(token, move || {
             let _ = &in_reader;
         })
-        .unwrap();
+        .expect("`add_reader` must install a reader for a registered socket");
     event_loop.close();
     assert!(event_loop.is_closed(), "`is_closed()` after `close()`");
     assert_eq!(
@@ -448,7 +488,9 @@ fn close_drops_the_ready_callbacks_and_the_readers_and_refuses_new_work() {
 #[test]
 fn a_timer_handle_says_when_it_is_due_and_whether_it_was_cancelled() {
     let clock = TestClock::new();
-    let event_loop = EventLoop::with_clock(clock.clone()).unwrap();
+    let event_loop = EventLoop::with_clock(clock.clone()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     let start = event_loop.time();
     let at = start + Duration::from_secs(5);
     let timer = event_loop.call_at(at, || {});
@@ -481,7 +523,9 @@ fn a_timer_handle_says_when_it_is_due_and_whether_it_was_cancelled() {
 #[test]
 fn close_inside_a_running_loop_does_nothing() {
     within(10, RUN_FOREVER_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let closed_inside = Rc::new(Cell::new(None));
         let ran_after = Rc::new(Cell::new(false));
         let (inside, after, ev) = (
@@ -494,7 +538,7 @@ fn close_inside_a_running_loop_does_nothing() {
             inside.set(Some(ev.is_closed()));
             ev.call_soon(move || after.set(true));
         });
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             closed_inside.get(),
             Some(false),
@@ -517,9 +561,12 @@ fn close_inside_a_running_loop_does_nothing() {
 /// sockets.
 #[test]
 fn deregistering_twice_frees_the_slot_once() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (mut first, _server1) = socket_pair();
-    let token = event_loop.register(&mut first).unwrap();
+    let token = event_loop
+        .register(&mut first)
+        .expect("`register` must give an open socket a token");
     event_loop.deregister(&mut first, token);
     event_loop.deregister(&mut first, token);
     assert_eq!(
@@ -529,8 +576,12 @@ fn deregistering_twice_frees_the_slot_once() {
     );
     let (mut second, _server2) = socket_pair();
     let (mut third, _server3) = socket_pair();
-    let a = event_loop.register(&mut second).unwrap();
-    let b = event_loop.register(&mut third).unwrap();
+    let a = event_loop
+        .register(&mut second)
+        .expect("`register` must give an open socket a token");
+    let b = event_loop
+        .register(&mut third)
+        .expect("`register` must give an open socket a token");
     assert_ne!(
         a, b,
         "tokens of two sockets registered after a double `deregister`: they must differ \
@@ -549,14 +600,17 @@ fn deregistering_twice_frees_the_slot_once() {
 /// timers already due: one set for an hour later stays pending.
 #[test]
 fn a_turn_before_a_timer_is_due_does_not_run_it() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let ran = Rc::new(Cell::new(false));
     let flag = Rc::clone(&ran);
     event_loop.call_later(Duration::from_secs(3600), move || flag.set(true));
     let soon = Rc::new(Cell::new(false));
     let s = Rc::clone(&soon);
     event_loop.call_soon(move || s.set(true));
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     assert!(
         soon.get(),
         "a `call_soon` callback after one turn: it ran (the turn did not wait for the timer)"

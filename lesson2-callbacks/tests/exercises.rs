@@ -43,7 +43,7 @@ fn exercise_redirect_limit() {
     let server = TestServer::start(site);
     let mut config = config(&server);
     config.max_redirect = 3;
-    let report = crawl(&config).unwrap();
+    let report = crawl(&config).expect("the crawl must return its report for a root that answers");
 
     let expected: BTreeSet<String> = ["/", "/r0", "/r1", "/r2", "/r3"]
         .iter()
@@ -107,7 +107,9 @@ fn exercise_call_every() {
 
     let ms = |n| Duration::from_millis(n);
     let clock = TestClock::new();
-    let event_loop = EventLoop::with_clock(clock.clone()).unwrap();
+    let event_loop = EventLoop::with_clock(clock.clone()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     let start = event_loop.time();
     let runs = Rc::new(RefCell::new(Vec::new()));
     let (seen, lp, slow) = (Rc::clone(&runs), event_loop.clone(), Rc::clone(&clock));
@@ -117,7 +119,9 @@ fn exercise_call_every() {
         slow.advance(ms(3));
     });
     for _ in 0..3 {
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
     }
     assert_eq!(
         *runs.borrow(),
@@ -153,7 +157,9 @@ fn exercise_call_every() {
         if !event_loop.has_work() {
             break;
         }
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
     }
     assert_eq!(
         *count.borrow(),

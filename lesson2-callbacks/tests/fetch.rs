@@ -110,7 +110,8 @@ fn fetch_one(url: &str, timeout: Duration) -> Fetched {
 
 /// [`fetch_one`]'s fetch, on the calling thread.
 fn fetch_one_here(url: &str, timeout: Duration) -> Fetched {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let in_flight = Rc::new(InFlight::default());
     let (fetcher, outcome) = fetcher_counted_in(&event_loop, url, timeout, in_flight.clone());
     fetcher.borrow_mut().fetch(FetchSpan::off());
@@ -121,7 +122,9 @@ fn fetch_one_here(url: &str, timeout: Duration) -> Fetched {
     // `done` has been told and only a timer is left (a deadline `finish`
     // forgot), so that the test can say which.
     while event_loop.has_work() && outcome.borrow().is_none() {
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
     }
     let ended = outcome
         .borrow()
@@ -149,7 +152,9 @@ fn fetch_one_here(url: &str, timeout: Duration) -> Fetched {
     );
     assert!(!event_loop.has_work(), "{event_loop:?}");
     assert!(weak.upgrade().is_none(), "the fetcher outlived its fetch");
-    outcome.take().expect("done was called")
+    outcome
+        .take()
+        .expect("`fetch` must call its `done` callback once the fetch ends")
 }
 
 fn response(fetched: Fetched) -> Response {
@@ -240,7 +245,9 @@ fn fetch_an_answer_already_sent(answer: Vec<u8>) -> (Fetched, thread::JoinHandle
     });
     let url = format!("http://{addr}/");
     let outcome = within(30, "the fetch did not end at its 2 s deadline", move || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(2));
         // Connects (and registers the socket), without polling yet.
         fetcher.borrow_mut().fetch(FetchSpan::off());
@@ -251,7 +258,7 @@ fn fetch_an_answer_already_sent(answer: Vec<u8>) -> (Fetched, thread::JoinHandle
         // On loopback the answer is in our socket when `write_all`
         // returns; a moment more in case the machine is busy.
         thread::sleep(Duration::from_millis(50));
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         outcome.take()
     });
     let fetched = outcome.expect("`done` was called: the loop ended, so the fetch must have");
@@ -331,14 +338,14 @@ fn a_refused_address_is_skipped_for_the_next() {
         "the fetch did not end: look for a `connected` that does not take the refused connect's error and `connect` to \
          the next address (this fetch has no deadline: `connect_any` is called directly)",
         move || {
-            let event_loop = EventLoop::new().unwrap();
+            let event_loop = EventLoop::new().expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
             let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(10));
             // As if the host had resolved to two addresses, the first one dead.
             fetcher.borrow_mut().connect_any(vec![closed, addr]);
             drop(fetcher);
             // Until `done` has been told, or nothing is left to wait for.
             while event_loop.has_work() && outcome.borrow().is_none() {
-                event_loop.run_once().unwrap();
+                event_loop.run_once().expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
             }
             if outcome.borrow().is_some() {
                 assert_eq!(
@@ -426,7 +433,8 @@ fn a_connection_closed_mid_response_is_an_error_for_the_url() {
 
 #[test]
 fn done_runs_on_the_next_turn_never_inside_fetch() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (fetcher, outcome) = fetcher(&event_loop, "https://127.0.0.1/", Duration::from_secs(10));
     fetcher.borrow_mut().fetch(FetchSpan::off());
     // The fetch has already failed (no TLS), but the caller of `fetch`
@@ -441,7 +449,9 @@ fn done_runs_on_the_next_turn_never_inside_fetch() {
         event_loop.has_work(),
         "the loop has nothing to do after `fetch` of an https URL: the failed fetch must          hand `done` to `call_soon` (through `finish`): {event_loop:?}"
     );
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     assert_eq!(
         error(outcome.take().unwrap()).kind,
         FailKind::Unsupported,
@@ -487,13 +497,19 @@ fn a_fetch_marks_its_phases_for_the_trace_in_order() {
     let url = format!("http://{addr}/");
     let trace = Trace::capture("phases");
     let span = trace.fetch(&url, Lane::Lowest);
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(10));
     span.in_scope(|| fetcher.borrow_mut().fetch(span.clone()));
     drop(fetcher);
-    event_loop.run_forever().unwrap();
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     // Checked before joining the server, as above.
-    let status = response(outcome.take().expect("done was called")).status;
+    let status = response(
+        outcome
+            .take()
+            .expect("`fetch` must call its `done` callback once the fetch ends"),
+    )
+    .status;
     server.join().unwrap();
     span.end(&shared::FetchStatistic {
         url: url.clone(),
@@ -586,7 +602,9 @@ fn no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
         // The loop's own descriptors first; then use up every one left.
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (fetcher, outcome) = fetcher(&event_loop, &url, Duration::from_secs(5));
         let mut held = Vec::new();
         while let Ok(file) = std::fs::File::open("/dev/null") {
@@ -596,10 +614,14 @@ fn no_descriptor_and_no_other_fetch_in_flight_is_a_connect_error() {
         fetcher.borrow_mut().fetch(FetchSpan::off());
         drop(fetcher);
         while event_loop.has_work() && outcome.borrow().is_none() {
-            event_loop.run_once().unwrap();
+            event_loop.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
         }
         drop(held);
-        let fetched = outcome.take().expect("done was called");
+        let fetched = outcome
+            .take()
+            .expect("`fetch` must call its `done` callback once the fetch ends");
         let error = match fetched {
             Fetched::Done(Err(error)) => error,
             other => panic!(

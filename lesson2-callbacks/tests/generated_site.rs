@@ -56,7 +56,8 @@ fn a_generated_site_crawls_as_the_generator_and_lesson_1_say() {
     let mut config = Config::new(Lesson::Two, [server.url("/")]);
     config.log = Log::capture(Level::Error);
     config.timeout = Duration::from_secs(30);
-    let two = lesson2_callbacks::crawl(&config).unwrap();
+    let two = lesson2_callbacks::crawl(&config)
+        .expect("the crawl must return its report for a root that answers");
     let expected = site.expected_urls(&origin);
     assert_eq!(
         two.urls(),
@@ -90,7 +91,8 @@ fn a_generated_site_crawls_as_the_generator_and_lesson_1_say() {
     config.log = Log::capture(Level::Error);
     config.timeout = Duration::from_secs(30);
     config.threads = 8;
-    let one = lesson1_threadpool::crawl(&config).unwrap();
+    let one = lesson1_threadpool::crawl(&config)
+        .expect("the crawl must return its report for a root that answers");
     assert_eq!(
         outcomes(&two),
         outcomes(&one),

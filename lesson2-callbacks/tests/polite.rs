@@ -52,7 +52,9 @@ fn turns_of(
     paths: &[&str],
     get_body: &'static str,
 ) -> (Vec<(String, Turn, Duration)>, usize) {
-    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let event_loop = EventLoop::with_clock(TestClock::new()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     let turns = Rc::new(Turns::new(config));
     let asked = Rc::new(Cell::new(0));
     let got = Rc::new(RefCell::new(Vec::new()));
@@ -75,7 +77,7 @@ fn turns_of(
     }
     // Nothing runs inside `wait`: every turn comes from the loop.
     assert!(got.borrow().is_empty(), "a turn came inside wait");
-    event_loop.run_forever().unwrap();
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     let got = got.take();
     (got, asked.get())
 }

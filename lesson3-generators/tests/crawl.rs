@@ -57,7 +57,8 @@ fn a_generated_site_gives_the_same_urls_as_lessons_1_and_2() {
         TestServer::start_on(roomy_listener(), site.to_site()).expect("start the test server");
     let root = server.url("/");
 
-    let three = lesson3_generators::crawl(&config(Lesson::Three, root.clone())).unwrap();
+    let three = lesson3_generators::crawl(&config(Lesson::Three, root.clone()))
+        .expect("the crawl must return its report for a root that answers");
     assert_eq!(
         three.urls(),
         site.expected_urls(&server.origin()),
@@ -69,8 +70,10 @@ fn a_generated_site_gives_the_same_urls_as_lessons_1_and_2() {
     );
     assert!(three.peak_in_flight > 1, "fetches ran one at a time");
 
-    let one = lesson1_threadpool::crawl(&config(Lesson::One, root.clone())).unwrap();
-    let two = lesson2_callbacks::crawl(&config(Lesson::Two, root)).unwrap();
+    let one = lesson1_threadpool::crawl(&config(Lesson::One, root.clone()))
+        .expect("the crawl must return its report for a root that answers");
+    let two = lesson2_callbacks::crawl(&config(Lesson::Two, root))
+        .expect("the crawl must return its report for a root that answers");
     assert_eq!(
         outcomes(&three),
         outcomes(&one),
@@ -96,8 +99,8 @@ fn the_socket_budget_bounds_the_fetches_in_flight() {
         );
     }
     let server = TestServer::start(site);
-    let report =
-        lesson3_generators::crawl_with_budget(&config(Lesson::Three, server.url("/")), 5).unwrap();
+    let report = lesson3_generators::crawl_with_budget(&config(Lesson::Three, server.url("/")), 5)
+        .expect("the crawl must return its report for a root that answers");
     assert_eq!(
         report.stats.len(),
         41,
@@ -129,10 +132,13 @@ fn an_error_line_tells_where_the_fetch_failed() {
     );
     let mut parser = ResponseParser::new();
     assert!(parser.feed(raw.as_bytes()).unwrap().is_none());
-    let cause = parser.finish().unwrap_err();
+    let cause = parser
+        .finish()
+        .expect_err("it must be an error: an error line tells where the fetch failed");
 
     let config = config(Lesson::Three, server.url("/"));
-    lesson3_generators::crawl(&config).unwrap();
+    lesson3_generators::crawl(&config)
+        .expect("the crawl must return its report for a root that answers");
     let url = server.url("/short");
     let line = format!("{url} error fetching {url}: reading response: {cause}");
     assert!(
@@ -256,7 +262,8 @@ fn child_crawl() {
     );
     let mut config = config(Lesson::Three, root);
     config.log = Log::capture(Level::Debug);
-    let report = lesson3_generators::crawl_with_budget(&config, budget).unwrap();
+    let report = lesson3_generators::crawl_with_budget(&config, budget)
+        .expect("the crawl must return its report for a root that answers");
     let ran_out = config
         .log
         .lines()
@@ -294,8 +301,10 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
     let mut config = Config::new(Lesson::Three, [format!("{origin}/")]);
     config.log = Log::capture(Level::Error);
     config.obey_robots = false;
-    let event_loop = EventLoop::new().unwrap();
-    let crawler = Crawler::new(&config, 1).unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
+    let crawler =
+        Crawler::new(&config, 1).expect("`Crawler::new` must accept a valid configuration");
     assert_eq!(
         crawler
             .borrow()
@@ -308,7 +317,9 @@ fn urls_left_when_the_loop_stops_are_named_by_where_they_wait() {
         crawler.borrow_mut().fetch(&event_loop, url, 0);
     }
     // One turn: /a's task opens its socket; /b waits for the one socket.
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     let held = crawler.borrow().held(&event_loop);
     assert_eq!(
         (held.in_flight, held.sockets, held.registered, held.timers),
@@ -356,9 +367,12 @@ fn no_descriptor_and_nothing_in_flight_ends_robots_and_page_as_connect_errors() 
         let mut config = Config::new(Lesson::Three, [root.clone()]);
         config.log = Log::capture(Level::Debug);
         // The loop's own descriptors first; then use up every one left.
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         event_loop.error_on_stall();
-        let crawler = Crawler::new(&config, 100).unwrap();
+        let crawler =
+            Crawler::new(&config, 100).expect("`Crawler::new` must accept a valid configuration");
         let mut held = Vec::new();
         while let Ok(file) = std::fs::File::open("/dev/null") {
             held.push(file);
@@ -410,11 +424,15 @@ fn held_counts_a_robots_txt_not_answered_yet() {
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let mut config = Config::new(Lesson::Three, [format!("{origin}/")]);
     config.log = Log::capture(Level::Error);
-    let event_loop = EventLoop::new().unwrap();
-    let crawler = Crawler::new(&config, 1).unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
+    let crawler =
+        Crawler::new(&config, 1).expect("`Crawler::new` must accept a valid configuration");
     let url = url::Url::parse(&format!("{origin}/")).unwrap();
     crawler.borrow_mut().fetch(&event_loop, url, 0);
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     let held = crawler.borrow().held(&event_loop);
     assert_eq!(
         held.robots_pending, 1,

@@ -52,9 +52,12 @@ fn yield_now() -> impl std::future::Future<Output = ()> {
 
 #[test]
 fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (mut client, mut server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
+    let token = event_loop
+        .register(&mut client)
+        .expect("`register` must give an open socket a token");
     server.write_all(b"hello").unwrap();
     let calls = Rc::new(Cell::new(0));
     let (seen, stopper) = (Rc::clone(&calls), event_loop.clone());
@@ -63,8 +66,8 @@ fn a_reader_is_called_while_its_socket_is_readable_until_removed() {
             seen.set(seen.get() + 1);
             stopper.stop();
         })
-        .unwrap();
-    event_loop.run_forever().unwrap();
+        .expect("`add_reader` must install a reader for a registered socket");
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     assert_eq!(calls.get(), 1, "reader calls before the loop stopped");
     assert!(
         event_loop.remove_reader(token),
@@ -94,9 +97,12 @@ fn a_reader_resolves_a_future_that_wakes_a_task() {
 }
 
 fn a_reader_resolves_a_future_that_wakes_a_task_unbounded() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (mut client, mut server) = socket_pair();
-    let token = event_loop.register(&mut client).unwrap();
+    let token = event_loop
+        .register(&mut client)
+        .expect("`register` must give an open socket a token");
     let got = Rc::new(RefCell::new(Vec::new()));
     let (task_loop, out) = (event_loop.clone(), Rc::clone(&got));
     let task = event_loop.create_task(async move {
@@ -106,13 +112,15 @@ fn a_reader_resolves_a_future_that_wakes_a_task_unbounded() {
             .add_reader(token, move || {
                 resolve.set_result(());
             })
-            .unwrap();
+            .expect("`add_reader` must install a reader for a registered socket");
         out.borrow_mut().push("waiting");
         readable.await;
         out.borrow_mut().push("readable");
     });
     // The task's first step runs to the `.await` and stops there.
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     assert_eq!(
         *got.borrow(),
         ["waiting"],
@@ -120,7 +128,9 @@ fn a_reader_resolves_a_future_that_wakes_a_task_unbounded() {
     );
     server.write_all(b"x").unwrap();
     while !task.done() {
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
     }
     assert_eq!(
         *got.borrow(),
@@ -136,7 +146,8 @@ fn a_task_that_wakes_itself_is_stepped_again_on_the_next_turn() {
 }
 
 fn a_task_that_wakes_itself_unbounded() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let steps = Rc::new(Cell::new(0));
     let count = Rc::clone(&steps);
     let task = event_loop.create_task(async move {
@@ -146,9 +157,13 @@ fn a_task_that_wakes_itself_unbounded() {
         }
     });
     // One step per turn: a self-waking task cannot hog a turn.
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     assert_eq!(steps.get(), 1, "steps of a self-waking task after one turn");
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     assert_eq!(
         steps.get(),
         2,
@@ -167,7 +182,8 @@ fn sleep_resolves_after_its_delay_and_cancels_its_timer_when_dropped() {
 }
 
 fn sleep_resolves_unbounded() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let start = Instant::now();
     let task_loop = event_loop.clone();
     let woke = event_loop
@@ -193,7 +209,7 @@ fn sleep_resolves_unbounded() {
             sleep(Duration::from_millis(20)).await;
             Instant::now()
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     assert!(
         woke - start >= Duration::from_millis(20),
         "a sleep of 20 ms ended after {:?}",
@@ -212,7 +228,8 @@ const WAIT_FOR_STUCK: &str = "a wait_for never ended. WaitFor::poll must poll th
     wakes the task";
 
 fn wait_for_gives_up_unbounded() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (late, early) = event_loop
         .run_until_complete(async move {
             let slow = pin!(async {
@@ -227,7 +244,7 @@ fn wait_for_gives_up_unbounded() {
                 early.map_err(|err| err.is::<TimeoutError>()),
             )
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     assert_eq!(
         late,
         Err(true),
@@ -249,7 +266,9 @@ fn wait_for_gives_up_unbounded() {
 #[test]
 fn wait_for_keeps_a_result_ready_at_the_same_time_as_its_deadline() {
     within(10, WAIT_FOR_STUCK, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let got = event_loop
             .run_until_complete(async move {
                 let start = Instant::now();
@@ -267,7 +286,7 @@ fn wait_for_keeps_a_result_ready_at_the_same_time_as_its_deadline() {
                     .await
                     .map_err(|err| err.is::<TimeoutError>())
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             got,
             Ok(7),
@@ -284,7 +303,8 @@ fn close_drops_unfinished_tasks_and_what_they_hold() {
 }
 
 fn close_drops_unbounded() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let held = Rc::new(());
     let (task_loop, mine) = (event_loop.clone(), Rc::clone(&held));
     // The test keeps the task's handle: dropping the loop's table alone
@@ -294,7 +314,9 @@ fn close_drops_unbounded() {
         // Waits for ever: nothing resolves this future.
         task_loop.create_future::<()>().await;
     });
-    event_loop.run_once().unwrap();
+    event_loop
+        .run_once()
+        .expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
     assert_eq!(
         event_loop.pending_tasks(),
         1,
@@ -318,7 +340,8 @@ fn close_drops_unbounded() {
 
 #[test]
 fn timers_run_by_due_time_then_by_start_order() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let order = Rc::new(RefCell::new(Vec::new()));
     let base = Instant::now();
     for (name, ms) in [("c", 3), ("a1", 1), ("b", 2), ("a2", 1), ("now", 0)] {
@@ -329,7 +352,7 @@ fn timers_run_by_due_time_then_by_start_order() {
     }
     let stopper = event_loop.clone();
     event_loop.call_at(base + Duration::from_millis(4), move || stopper.stop());
-    event_loop.run_forever().unwrap();
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     assert_eq!(
         *order.borrow(),
         ["now", "a1", "a2", "b", "c"],
@@ -339,7 +362,8 @@ fn timers_run_by_due_time_then_by_start_order() {
 
 #[test]
 fn a_cancelled_timer_never_runs() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let ran = Rc::new(Cell::new(false));
     let flag = Rc::clone(&ran);
     let timer = event_loop.call_later(Duration::from_millis(1), move || flag.set(true));
@@ -351,13 +375,14 @@ fn a_cancelled_timer_never_runs() {
     );
     let stopper = event_loop.clone();
     event_loop.call_later(Duration::from_millis(5), move || stopper.stop());
-    event_loop.run_forever().unwrap();
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     assert!(!ran.get(), "a cancelled timer's callback ran");
 }
 
 #[test]
 fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let count = Rc::new(Cell::new(0));
     for _ in 0..3 {
         let (c, stopper) = (Rc::clone(&count), event_loop.clone());
@@ -368,7 +393,7 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
     }
     // One turn runs all three (they were all scheduled before it began),
     // then the loop sees the flag.
-    event_loop.run_forever().unwrap();
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     assert_eq!(
         count.get(),
         3,
@@ -379,7 +404,7 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
         c.set(c.get() + 1);
         stopper.stop();
     });
-    event_loop.run_forever().unwrap();
+    event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
     assert_eq!(
         count.get(),
         4,
@@ -393,7 +418,8 @@ fn stop_ends_run_forever_after_the_current_turn_and_it_can_run_again() {
 /// `stalled` while a timer is set, and the callbacks run.
 #[test]
 fn a_loop_with_nothing_left_to_wait_for_ends_with_an_error_when_asked() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let ran = Rc::new(Cell::new(0));
     let counter = Rc::clone(&ran);
     event_loop.call_later(Duration::from_millis(1), move || {

@@ -58,14 +58,14 @@ fn exercise_retry_backoff() {
     let mut config = config(&server);
     config.max_tries = 3;
     let started = Instant::now();
-    let report = crawl(&config).unwrap();
+    let report = crawl(&config).expect("the crawl must return its report for a root that answers");
     let elapsed = started.elapsed();
 
     let flaky = report
         .stats
         .iter()
         .find(|s| s.url.ends_with("/flaky"))
-        .expect("/flaky is reported");
+        .expect("the report must have a line for /flaky");
     assert_eq!(flaky.status, Some(200), "third time lucky: {flaky:?}");
     assert_eq!(
         server.request_count("/flaky"),

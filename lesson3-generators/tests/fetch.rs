@@ -60,7 +60,8 @@ impl Which {
 /// the loop must hold nothing (socket unregistered, deadline cancelled) and
 /// the fetch must no longer count as in flight.
 fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let in_flight = Rc::new(InFlight::default());
     let fetcher = Fetcher::new(
         Url::parse(url).unwrap(),
@@ -80,7 +81,7 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
             };
             *out.borrow_mut() = Some(fetched);
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     assert_eq!(
         event_loop.registered(),
         0,
@@ -100,7 +101,9 @@ fn fetch(which: Which, url: &str, timeout: Duration, limits: Limits) -> Fetched 
          InFlight::start returned must be dropped when the fetch ends, and \
          `InFlightGuard`'s `Drop` take the fetch off the count)"
     );
-    outcome.take().expect("the task stored its outcome")
+    outcome
+        .take()
+        .expect("the fetch's task must have run to its end by the time the loop stops")
 }
 
 fn response(which: Which, fetched: Fetched) -> Response {
@@ -399,7 +402,8 @@ fn a_fetch_waiting_for_its_response_counts_as_in_flight(which: Which) {
         conn.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
             .unwrap();
     });
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let in_flight = Rc::new(InFlight::default());
     let fetcher = Fetcher::new(
         Url::parse(&url).unwrap(),
@@ -431,7 +435,7 @@ fn a_fetch_waiting_for_its_response_counts_as_in_flight(which: Which) {
             let status = *status.borrow();
             (during, status)
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     server.join().unwrap();
     assert_eq!(
         during, 1,

@@ -36,7 +36,9 @@ fn poll_once<F: std::future::Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F
 #[test]
 fn callbacks_are_scheduled_in_order_and_see_the_result() {
     within(10, NOTHING_SCHEDULED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let f = event_loop.create_future();
         let seen = Rc::new(RefCell::new(Vec::new()));
         for name in ["first", "second"] {
@@ -56,7 +58,9 @@ fn callbacks_are_scheduled_in_order_and_see_the_result() {
             "a done-callback ran inside set_result: schedule callbacks with call_soon, \
              so that whoever set the result is not re-entered"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             *seen.borrow(),
             ["first Some(7)", "second Some(7)"],
@@ -71,7 +75,9 @@ fn callbacks_are_scheduled_in_order_and_see_the_result() {
 fn a_callback_added_to_a_done_future_still_runs() {
     within(10, NOTHING_SCHEDULED, || {
         // The tutorial's `add_done_callback` would store it and never call it.
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let f = event_loop.create_future();
         f.set_result("done");
         let ran = Rc::new(RefCell::new(false));
@@ -81,7 +87,9 @@ fn a_callback_added_to_a_done_future_still_runs() {
             !*ran.borrow(),
             "a callback added to a done future ran inside add_done_callback: schedule it with call_soon"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             *ran.borrow(),
             "a callback added to a done future did not run on the next turn: \
@@ -92,7 +100,8 @@ fn a_callback_added_to_a_done_future_still_runs() {
 
 #[test]
 fn the_first_result_wins() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let f = event_loop.create_future();
     assert!(
         f.set_result(1),
@@ -111,7 +120,8 @@ fn the_first_result_wins() {
 
 #[test]
 fn await_records_each_waker_once_and_set_result_wakes_it() {
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let counter = Arc::new(Counter(AtomicUsize::new(0)));
     let waker = Waker::from(Arc::clone(&counter));
     let f: Future<u8> = event_loop.create_future();
@@ -144,7 +154,8 @@ fn await_records_each_waker_once_and_set_result_wakes_it() {
 fn two_awaiters_are_both_woken() {
     // Two tasks awaiting one future (each through its own clone), as every
     // task for a host awaits that host's robots.txt future in polite.rs.
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let (first, second) = (
         Arc::new(Counter(AtomicUsize::new(0))),
         Arc::new(Counter(AtomicUsize::new(0))),

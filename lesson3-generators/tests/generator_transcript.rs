@@ -147,8 +147,10 @@ fn gen_fn_replays_the_tutorial_transcript() {
 fn send_none_prints_none_like_python() {
     let out = Transcript::new();
     let mut gen = gen_fn(&out);
-    gen.resume(None).unwrap();
-    gen.resume(None).unwrap();
+    gen.resume(None)
+        .expect("`resume` must run the generator to its next yield");
+    gen.resume(None)
+        .expect("`resume` must run the generator to its next yield");
     assert_eq!(
         out.lines(),
         ["result of yield: None"],

@@ -31,14 +31,18 @@ fn connect_gives_a_connected_socket_registered_with_the_loop() {
     within(10, NEVER_READY, || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let task_loop = event_loop.clone();
         let (peer, registered) = event_loop
             .run_until_complete(async move {
-                let sock = Socket::connect(&addr).await.unwrap();
+                let sock = Socket::connect(&addr)
+                    .await
+                    .expect("`Socket::connect` must connect to a listening address");
                 (sock.stream().peer_addr().ok(), task_loop.registered())
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             peer,
             Some(addr),
@@ -72,13 +76,16 @@ fn is_connected_says_false_while_the_handshake_is_under_way() {
         listener.listen(0).unwrap();
         let addr = listener.local_addr().unwrap().as_socket().unwrap();
         let _first = TcpStream::connect(addr).unwrap();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let connected = event_loop
             .run_until_complete(async move {
-                let sock = Socket::start_connect(addr).unwrap();
+                let sock = Socket::start_connect(addr)
+                    .expect("`Socket::start_connect` must start a connect to a listening address");
                 sock.is_connected().map_err(|err| err.to_string())
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             connected,
             Ok(false),
@@ -105,14 +112,18 @@ fn write_all_writes_more_than_the_socket_buffers_hold_in_parts() {
         });
         let data: Vec<u8> = (0..16 << 20).map(|i| (i % 251) as u8).collect();
         let sent = data.clone();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         event_loop
             .run_until_complete(async move {
-                let mut sock = Socket::connect(&addr).await.unwrap();
+                let mut sock = Socket::connect(&addr)
+                    .await
+                    .expect("`Socket::connect` must connect to a listening address");
                 sock.write_all(&sent).await.unwrap();
                 // Dropped here: the server reads to the close.
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         let got = server.join().unwrap();
         assert_eq!(
             got.len(),
@@ -152,11 +163,15 @@ fn read_takes_bytes_that_arrived_before_it_was_called() {
                 let mut rest = Vec::new();
                 let _ = conn.read_to_end(&mut rest);
             });
-            let event_loop = EventLoop::new().unwrap();
+            let event_loop = EventLoop::new().expect(
+                "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+            );
             let task_loop = event_loop.clone();
             let got = event_loop
                 .run_until_complete(async move {
-                    let mut sock = Socket::connect(&addr).await.unwrap();
+                    let mut sock = Socket::connect(&addr)
+                        .await
+                        .expect("`Socket::connect` must connect to a listening address");
                     bytes_in.recv_timeout(Duration::from_secs(5)).unwrap();
                     // Turns of the loop with the bytes in (a pause of 50 ms
                     // on a timer): their edge is delivered, and no reader is
@@ -167,9 +182,11 @@ fn read_takes_bytes_that_arrived_before_it_was_called() {
                         resume.set_result(());
                     });
                     pause.await;
-                    sock.read().await.unwrap()
+                    sock.read()
+                        .await
+                        .expect("`read` must return the bytes the server sent")
                 })
-                .unwrap();
+                .expect("`run_until_complete` must return Ok with what the coroutine returned");
             assert_eq!(
                 got, b"hello",
                 "what `read` returned: the bytes already in the socket"
@@ -212,13 +229,20 @@ fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
                 thread::sleep(Duration::from_millis(10));
             }
         });
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let chunks = event_loop
             .run_until_complete(async move {
-                let mut sock = Socket::connect(&addr).await.unwrap();
+                let mut sock = Socket::connect(&addr)
+                    .await
+                    .expect("`Socket::connect` must connect to a listening address");
                 let mut chunks = Vec::new();
                 loop {
-                    let chunk = sock.read().await.unwrap();
+                    let chunk = sock
+                        .read()
+                        .await
+                        .expect("`read` must return the bytes the server sent");
                     if chunk.is_empty() {
                         break chunks;
                     }
@@ -226,7 +250,7 @@ fn read_returns_what_arrived_in_chunks_then_empty_at_the_close() {
                     chunks.push(chunk);
                 }
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         server.join().unwrap();
         let total: usize = chunks.iter().map(Vec::len).sum();
         assert_eq!(
@@ -270,14 +294,20 @@ fn read_all_parses_a_response_that_arrives_in_pieces() {
             // for the close.
             thread::sleep(Duration::from_millis(500));
         });
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (status, body) = event_loop
             .run_until_complete(async move {
-                let mut sock = Socket::connect(&addr).await.unwrap();
-                let response = read_all(&mut sock, Limits::default()).await.unwrap();
+                let mut sock = Socket::connect(&addr)
+                    .await
+                    .expect("`Socket::connect` must connect to a listening address");
+                let response = read_all(&mut sock, Limits::default())
+                    .await
+                    .expect("`read_all` must return the whole response the server sent");
                 (response.status, response.body)
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         server.join().unwrap();
         assert_eq!(status, 200, "status of the response read_all returned");
         assert_eq!(
@@ -326,18 +356,22 @@ fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
          any other error of a write is write_all's error",
         || {
             let (addr, server) = resetting_server(ResetWhen::FirstBytes);
-            let event_loop = EventLoop::new().unwrap();
+            let event_loop = EventLoop::new().expect(
+                "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+            );
             let err = event_loop
                 .run_until_complete(async move {
-                    let mut sock = Socket::connect(&addr).await.unwrap();
+                    let mut sock = Socket::connect(&addr)
+                        .await
+                        .expect("`Socket::connect` must connect to a listening address");
                     // More than the socket buffers hold: a write after the
                     // reset fails.
                     let data = vec![b'x'; 16 << 20];
-                    let err = sock.write_all(&data).await.unwrap_err();
+                    let err = sock.write_all(&data).await.expect_err("it must be an error: write all to a connection the peer reset ends with its error");
                     // A task's outcome is `Clone`; an `io::Error` is not.
                     (err.kind(), err.to_string())
                 })
-                .unwrap();
+                .expect("`run_until_complete` must return Ok with what the coroutine returned");
             server.join().unwrap();
             assert!(
                 matches!(
@@ -355,14 +389,18 @@ fn write_all_to_a_connection_the_peer_reset_ends_with_its_error() {
 fn read_all_reports_a_reset_with_the_reports_kind_and_wording() {
     within(10, NEVER_READY, || {
         let (addr, server) = resetting_server(ResetWhen::After20Ms);
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let err = event_loop
             .run_until_complete(async move {
-                let mut sock = Socket::connect(&addr).await.unwrap();
-                let err = read_all(&mut sock, Limits::default()).await.unwrap_err();
+                let mut sock = Socket::connect(&addr)
+                    .await
+                    .expect("`Socket::connect` must connect to a listening address");
+                let err = read_all(&mut sock, Limits::default()).await.expect_err("it must be an error: read all reports a reset with the reports kind and wording");
                 FetchError::from_anyhow(&err)
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         server.join().unwrap();
         assert_eq!(
             err.kind,
@@ -391,13 +429,17 @@ fn connect_any_skips_a_refused_address_for_the_next() {
         let closed = refused_addr();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let open = listener.local_addr().unwrap();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let peer = event_loop
             .run_until_complete(async move {
-                let sock = connect_any(&[closed, open]).await.unwrap();
+                let sock = connect_any(&[closed, open])
+                    .await
+                    .expect("`connect_any` must connect to the first address that listens");
                 sock.stream().peer_addr().ok()
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             peer,
             Some(open),
@@ -411,13 +453,17 @@ fn connect_any_skips_a_refused_address_for_the_next() {
         );
 
         // Every address refused: the error is the last one's, with its context.
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let (message, kind) = event_loop
             .run_until_complete(async move {
-                let err = connect_any(&[closed]).await.unwrap_err();
+                let err = connect_any(&[closed]).await.expect_err(
+                    "it must be an error: connect any skips a refused address for the next",
+                );
                 (format!("{err:#}"), FetchError::from_anyhow(&err).kind)
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             message,
             format!("connecting to {closed}: connection refused"),

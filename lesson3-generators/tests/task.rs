@@ -24,7 +24,9 @@ fn a_future_resolved_before_it_is_awaited_resumes_at_once() {
     // The tutorial's bug: its Task would add `step` as a done-callback of
     // a future that is already done, and never run again.
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let steps = Rc::new(Cell::new(0));
         let count = Rc::clone(&steps);
         let task_loop = event_loop.clone();
@@ -35,7 +37,7 @@ fn a_future_resolved_before_it_is_awaited_resumes_at_once() {
                 f.set_result(42);
                 f.await
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             got, 42,
             "what run_until_complete returned: the coroutine's result"
@@ -51,7 +53,9 @@ fn a_future_resolved_before_it_is_awaited_resumes_at_once() {
 #[test]
 fn set_result_wakes_the_awaiting_task_through_the_ready_queue() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let f: Future<&'static str> = event_loop.create_future();
         let got = Rc::new(RefCell::new(None));
         let (wait, out) = (f.clone(), Rc::clone(&got));
@@ -64,7 +68,9 @@ fn set_result_wakes_the_awaiting_task_through_the_ready_queue() {
             "tasks in the loop's table after create_task: Task::new enters it (insert_task)"
         );
         // The first step runs to the `.await` and stops there.
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             !task.done(),
             "the task finished while its future had no result"
@@ -80,7 +86,9 @@ fn set_result_wakes_the_awaiting_task_through_the_ready_queue() {
             got.borrow().is_none(),
             "the task ran inside set_result: its waker must schedule a step, not step it"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             *got.borrow(),
             Some("hi"),
@@ -98,7 +106,9 @@ fn set_result_wakes_the_awaiting_task_through_the_ready_queue() {
 #[test]
 fn a_task_is_a_future_another_task_can_await() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let order = Rc::new(RefCell::new(Vec::new()));
         let (task_loop, o) = (event_loop.clone(), Rc::clone(&order));
         let total = event_loop
@@ -113,7 +123,7 @@ fn a_task_is_a_future_another_task_can_await() {
                 o.borrow_mut().push("parent resumes");
                 got + 1
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             total, 21,
             "the parent's result: the child task's 20, awaited, plus one"
@@ -130,7 +140,9 @@ fn a_task_is_a_future_another_task_can_await() {
 #[test]
 fn two_wake_ups_before_a_step_schedule_one_step() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let polls = Rc::new(Cell::new(0));
         let (a, b, c): (Future<()>, Future<()>, Future<()>) = (
             event_loop.create_future(),
@@ -151,7 +163,9 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
                 Poll::Pending
             }
         }));
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(polls.get(), 1, "polls after the first turn: the first step");
         // Both futures resolved in one turn, by a callback on the loop (as
         // two sockets ready at once would be): two wake-ups of one task.
@@ -159,14 +173,18 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
             a.set_result(());
             b.set_result(());
         });
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             polls.get(),
             1,
             "polls in the turn the futures were resolved: a waker schedules a step \
              for the next turn, it does not step the task"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             polls.get(),
             2,
@@ -176,7 +194,9 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
         );
         // A wake-up after that step must schedule a new one.
         c.set_result(());
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             polls.get(),
             3,
@@ -201,7 +221,9 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
 #[test]
 fn wake_up_during_the_poll_schedules_the_next_step() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let polls = Rc::new(Cell::new(0));
         let count = Rc::clone(&polls);
         let task = event_loop.create_task(std::future::poll_fn(move |cx| {
@@ -217,7 +239,9 @@ fn wake_up_during_the_poll_schedules_the_next_step() {
             // Something else to run each turn, so that a turn with no step
             // queued ends at once instead of waiting for an event.
             event_loop.call_soon(|| {});
-            event_loop.run_once().unwrap();
+            event_loop.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
         }
         assert_eq!(
             polls.get(),
@@ -235,7 +259,9 @@ fn wake_up_during_the_poll_schedules_the_next_step() {
 #[test]
 fn run_until_complete_says_when_the_loop_stopped_first() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let stopper = event_loop.clone();
         let result = event_loop.run_until_complete(async move {
             // Stops the loop, then waits for a future nobody resolves.
@@ -257,7 +283,9 @@ fn run_until_complete_says_when_the_loop_stopped_first() {
 #[test]
 fn a_task_created_on_a_closed_loop_is_never_stepped() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         event_loop.close();
         let ran = Rc::new(Cell::new(false));
         let flag = Rc::clone(&ran);
@@ -289,12 +317,18 @@ fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
          may call wake_task directly only when the running loop is the task's own \
          (its id is the waker's loop_id); otherwise the wake-up goes through Remote",
         || {
-            let mine = EventLoop::new().unwrap();
-            let other = EventLoop::new().unwrap();
+            let mine = EventLoop::new().expect(
+                "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+            );
+            let other = EventLoop::new().expect(
+                "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+            );
             let f: Future<u8> = mine.create_future();
             // The task awaits (a clone of) the future.
             let task = mine.create_task(f.clone());
-            mine.run_once().unwrap();
+            mine.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
             assert!(
                 !task.done(),
                 "the task waits for a future nobody has resolved yet"
@@ -304,9 +338,12 @@ fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
             other.call_soon(move || {
                 f.set_result(4);
             });
-            other.run_once().unwrap();
+            other.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
             assert_eq!(
-                mine.run_until_complete(task).unwrap(),
+                mine.run_until_complete(task)
+                    .expect("`run_until_complete` must return Ok with what the coroutine returned"),
                 4,
                 "the task's result, once its own loop runs: the value set inside the other \
                  loop's callback"

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
+
 use lesson4_asyncio_style::connection_pool::{Connection, ConnectionPool, Grant};
 use lesson4_asyncio_style::event_loop::{get_running_loop, run};
 use lesson4_asyncio_style::sleep::sleep;
@@ -27,11 +29,17 @@ fn root(server: &TestServer) -> Url {
 /// What a fetch does: acquire, then connect — with `fresh`, never on an
 /// idle connection (its slot is used for a new one, as a resend does).
 async fn connect(pool: &ConnectionPool, url: &Url, fresh: bool) -> anyhow::Result<Connection> {
-    let grant = match pool.acquire(url).await? {
+    let grant = match pool
+        .acquire(url)
+        .await
+        .context("`acquire` must grant a slot or an idle connection for a host that answers")?
+    {
         Grant::Reuse(connection) if fresh => Grant::Open(pool.reopen(*connection)),
         grant => grant,
     };
-    pool.connect(url, grant).await
+    pool.connect(url, grant).await.context(
+        "`ConnectionPool::connect` must turn a grant into a connection to a server that listens",
+    )
 }
 
 #[test]
@@ -122,7 +130,7 @@ fn idle_connections_are_capped_per_host_and_reused() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
         drop(server);
     });
 }
@@ -151,7 +159,7 @@ fn a_connect_waits_for_a_free_socket_when_the_budget_is_spent() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
     });
 }
 
@@ -198,7 +206,7 @@ fn an_idle_connection_to_another_host_makes_room() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
     });
 }
 
@@ -255,7 +263,7 @@ fn a_released_connection_goes_to_a_waiting_fetch() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
     });
 }
 
@@ -266,7 +274,9 @@ fn https_and_closed_ports_are_fetch_errors() {
         run(async move {
             let pool = ConnectionPool::new(10, 10);
             let https = Url::parse("https://127.0.0.1/").unwrap();
-            let err = connect(&pool, &https, false).await.unwrap_err();
+            let err = connect(&pool, &https, false)
+                .await
+                .expect_err("it must be an error: https and closed ports are fetch errors");
             let err = shared::FetchError::from_anyhow(&err);
             assert_eq!(
                 err.kind,
@@ -275,7 +285,9 @@ fn https_and_closed_ports_are_fetch_errors() {
             );
 
             let refused = Url::parse(&format!("http://{closed}/")).unwrap();
-            let err = connect(&pool, &refused, false).await.unwrap_err();
+            let err = connect(&pool, &refused, false)
+                .await
+                .expect_err("it must be an error: https and closed ports are fetch errors");
             let err = shared::FetchError::from_anyhow(&err);
             assert_eq!(
                 err.kind,
@@ -294,7 +306,7 @@ fn https_and_closed_ports_are_fetch_errors() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
     });
 }
 
@@ -356,7 +368,7 @@ fn a_connect_abandoned_by_its_deadline_gives_its_socket_back() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
     });
 }
 
@@ -405,6 +417,6 @@ fn a_fetch_cancelled_while_it_waits_for_a_socket_leaves_the_line() {
             );
             Ok(())
         })
-        .unwrap();
+        .expect("each step of the pool above must succeed against a server that answers");
     });
 }

@@ -25,7 +25,7 @@ fn config(server: &TestServer, path: &str) -> Config {
 }
 
 fn run(config: &Config) -> CrawlReport {
-    let report = crawl(config).expect("the crawl runs");
+    let report = crawl(config).expect("the crawl must return its report for a root that answers");
     assert_eq!(
         report.todo, 0,
         "Todo: URLs seen but not fetched once the crawl ended (queue items never marked done)"
@@ -705,7 +705,8 @@ fn roots_are_normalized_deduplicated_and_queued_once() {
             "http://127.0.0.1:1/b",
         ],
     );
-    let crawler = Crawler::new(&config, 100).unwrap();
+    let crawler =
+        Crawler::new(&config, 100).expect("`Crawler::new` must accept a valid configuration");
     let roots: Vec<&str> = crawler.roots().iter().map(url::Url::as_str).collect();
     assert_eq!(
         roots,
@@ -731,7 +732,9 @@ fn held_and_all_done_name_a_fetch_in_flight_and_what_the_loop_still_holds() {
     config.obey_robots = false;
     config.max_tries = 1;
     config.timeout = Duration::from_millis(500);
-    let crawler = Rc::new(Crawler::new(&config, 1).unwrap());
+    let crawler = Rc::new(
+        Crawler::new(&config, 1).expect("`Crawler::new` must accept a valid configuration"),
+    );
     let probe = {
         let crawler = Rc::clone(&crawler);
         let server = Arc::clone(&server);
@@ -754,7 +757,8 @@ fn held_and_all_done_name_a_fetch_in_flight_and_what_the_loop_still_holds() {
             anyhow::Ok((during, stranded, after))
         }
     };
-    let (during, stranded, after) = event_loop::run(probe).expect("the probe and its crawl run");
+    let (during, stranded, after) =
+        event_loop::run(probe).expect("`run` must return Ok once the probe and its crawl are done");
     assert_eq!(
         (during.in_flight, during.sockets),
         (1, 1),
@@ -811,7 +815,9 @@ fn held_counts_a_robots_txt_not_answered_yet() {
     let mut config = config(&server, "/");
     config.max_tries = 1;
     config.timeout = Duration::from_millis(300);
-    let crawler = Rc::new(Crawler::new(&config, 2).unwrap());
+    let crawler = Rc::new(
+        Crawler::new(&config, 2).expect("`Crawler::new` must accept a valid configuration"),
+    );
     let probe = {
         let crawler = Rc::clone(&crawler);
         let server = Arc::clone(&server);
@@ -825,7 +831,8 @@ fn held_counts_a_robots_txt_not_answered_yet() {
             anyhow::Ok(during)
         }
     };
-    let during = event_loop::run(probe).expect("the probe and its crawl run");
+    let during =
+        event_loop::run(probe).expect("`run` must return Ok once the probe and its crawl are done");
     assert_eq!(
         during.robots_pending, 1,
         "while the host's robots.txt has not answered, held() counts it: {during}"

@@ -26,7 +26,9 @@ fn exercise_keepalive_timeout() {
     let server = TestServer::start(Site::new().page("/", "x"));
     let url = Url::parse(&server.url("/")).unwrap();
     let clock = TestClock::new();
-    let event_loop = EventLoop::with_clock(clock.clone()).unwrap();
+    let event_loop = EventLoop::with_clock(clock.clone()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     event_loop
         .run_until_complete(async move {
             let pool = ConnectionPool::new(2, 100);
@@ -49,7 +51,7 @@ fn exercise_keepalive_timeout() {
             assert_eq!(pool.open_count(), 1, "the stale connection was closed");
             Ok(())
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     event_loop.close();
 }
 
@@ -79,7 +81,9 @@ fn exercise_race() {
         }
     }
 
-    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let event_loop = EventLoop::with_clock(TestClock::new()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     let start = event_loop.time();
     let (cleaned, saw_cancel) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(false)));
     let (c, s) = (Rc::clone(&cleaned), Rc::clone(&saw_cancel));
@@ -94,7 +98,7 @@ fn exercise_race() {
             let fast = async { sleep(Duration::from_secs(1)).await.map(|()| "fast") };
             race(slow, fast).await
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     assert_eq!(winner, "fast", "the race's outcome: the one-second sleep's");
     assert_eq!(
         event_loop.time() - start,
@@ -155,7 +159,8 @@ fn exercise_bounded_queue() {
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
-    let event_loop = EventLoop::new().unwrap();
+    let event_loop = EventLoop::new()
+        .expect("`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)");
     let got = event_loop
         .run_until_complete(async {
             let q = Rc::new(Queue::with_maxsize(2));
@@ -186,7 +191,7 @@ fn exercise_bounded_queue() {
             let got = got.borrow().clone();
             Ok(got)
         })
-        .unwrap();
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     event_loop.close();
     assert_eq!(
         got,

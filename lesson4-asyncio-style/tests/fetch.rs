@@ -50,7 +50,7 @@ fn fetch_paths(
         }
         Ok(results)
     })
-    .expect("the loop ran the fetches");
+    .expect("`run` must return Ok once the fetches are done");
     (session, results)
 }
 
@@ -215,7 +215,7 @@ fn two_attempts_waiting_at_once_are_both_counted() {
             }
             Ok((while_waiting, on_loop.in_flight.now()))
         })
-        .expect("the loop ran the fetches");
+        .expect("`run` must return Ok once the fetches are done");
         assert_eq!(
             while_waiting,
             (2, 2),
@@ -295,7 +295,7 @@ fn a_failed_exchange_closes_its_connection_and_gives_its_place_back() {
             let second = fetch(&on_loop, &next).await;
             Ok((failed, idle, taken, second))
         })
-        .expect("the loop ran the fetches");
+        .expect("`run` must return Ok once the fetches are done");
         let kind = failed.err().map(|err| FetchError::from_anyhow(&err).kind);
         assert_eq!(
             kind,

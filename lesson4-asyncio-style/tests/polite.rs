@@ -40,7 +40,9 @@ fn config() -> Config {
 type Got = Vec<(&'static str, &'static str, Duration)>;
 
 fn turns_of(config: &Config, paths: &[&'static str], body: &'static str) -> (Got, usize) {
-    let event_loop = EventLoop::with_clock(TestClock::new()).unwrap();
+    let event_loop = EventLoop::with_clock(TestClock::new()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     let turns = Rc::new(Turns::new(config));
     let asked = Rc::new(Cell::new(0));
     let got = Rc::new(RefCell::new(Vec::new()));
@@ -72,7 +74,9 @@ fn turns_of(config: &Config, paths: &[&'static str], body: &'static str) -> (Got
         }
         Ok(())
     };
-    event_loop.run_until_complete(all).unwrap();
+    event_loop
+        .run_until_complete(all)
+        .expect("`run_until_complete` must return Ok with what the coroutine returned");
     let got = got.take();
     (got, asked.get())
 }

@@ -98,7 +98,9 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// A loop on a test clock, and the clock.
 fn test_loop() -> (EventLoop, Rc<TestClock>) {
     let clock = TestClock::new();
-    let event_loop = EventLoop::with_clock(clock.clone()).unwrap();
+    let event_loop = EventLoop::with_clock(clock.clone()).expect(
+        "`EventLoop::with_clock` must return a loop (an Err here is the OS refusing a selector)",
+    );
     (event_loop, clock)
 }
 
@@ -204,7 +206,9 @@ fn call_soon_runs_in_order_and_new_callbacks_wait_for_the_next_turn() {
             "callbacks run after the first turn: the three scheduled, in order; \
              not the ones they scheduled (next turn), not the cancelled one"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             trace.lines(),
             ["a", "b", "c", "a again", "b again", "c again"],
@@ -245,7 +249,7 @@ fn timers_fire_in_deadline_order_on_the_test_clock() {
         );
         let lp = event_loop.clone();
         event_loop.call_later(Duration::from_secs(4), move || lp.stop());
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             trace.lines(),
             ["1 at 1s", "2 at 2s", "2 again at 2s", "3 at 3s"],
@@ -314,7 +318,7 @@ fn call_at_takes_loop_time_and_a_timer_handle_knows_its_deadline() {
         );
         let lp = event_loop.clone();
         event_loop.call_later(Duration::from_secs(6), move || lp.stop());
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             fired_at.get(),
             Some(Duration::from_secs(5)),
@@ -333,21 +337,27 @@ fn a_timer_does_not_fire_before_its_deadline() {
         event_loop.call_later(Duration::from_secs(10), move || flag.set(true));
         // Something else to do keeps the loop from idling to the deadline.
         event_loop.call_soon(|| {});
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             !fired.get(),
             "a 10 s timer fired at 0 s: a turn with callbacks ready must not wait, nor fire early"
         );
         clock.advance(Duration::from_secs(9));
         event_loop.call_soon(|| {});
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             !fired.get(),
             "a 10 s timer fired at 9 s, before its deadline"
         );
         clock.advance(Duration::from_secs(1));
         event_loop.call_soon(|| {});
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             fired.get(),
             "a 10 s timer did not fire in the turn at 10 s: an expired timer \
@@ -378,9 +388,9 @@ fn callbacks_find_the_running_loop() {
                 }
             });
             if turn == "run_once" {
-                event_loop.run_once().unwrap();
+                event_loop.run_once().expect("`run_once` must return Ok on an open loop: one turn, whatever its callbacks do");
             } else {
-                event_loop.run_forever().unwrap();
+                event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
             }
             assert!(
                 !event_loop.is_running() && try_get_running_loop().is_none(),
@@ -417,7 +427,9 @@ fn close_drops_the_callbacks_and_timers_it_holds_and_refuses_new_work() {
             lp.close();
             seen.set(lp.is_closed());
         });
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             !closed_while_running.get(),
             "close called by a callback closed the running loop: close must do nothing while it runs"
@@ -474,9 +486,13 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
     within(10, NEVER_WOKEN, || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let mut stream = mio::net::TcpStream::connect(addr).unwrap();
-        let token = event_loop.register(&mut stream).unwrap();
+        let token = event_loop
+            .register(&mut stream)
+            .expect("`register` must give an open socket a token");
         assert_eq!(event_loop.registered(), 1, "registered after one register");
         let (mut server, _) = listener.accept().unwrap();
         // Nothing else to do, so a turn waits for the socket; this timer only
@@ -486,9 +502,11 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
         let wakes = CountingWaker::new();
         event_loop
             .add_reader(token, &Waker::from(wakes.clone()))
-            .unwrap();
+            .expect("`add_reader` must install a reader for a registered socket");
         server.write_all(b"ping").unwrap();
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             wakes.count(),
             1,
@@ -497,7 +515,9 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
         // Still installed: more bytes are another readiness edge, another wake-up
         // (nobody read the first ones).
         server.write_all(b"pong").unwrap();
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             wakes.count(),
             2,
@@ -516,7 +536,7 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
         server.write_all(b"more").unwrap();
         let lp = event_loop.clone();
         event_loop.call_later(Duration::from_millis(50), move || lp.stop());
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             wakes.count(),
             2,
@@ -539,8 +559,12 @@ fn a_reader_is_woken_whenever_its_socket_is_readable_until_removed() {
         let mut first = mio::net::TcpStream::connect(addr).unwrap();
         let mut second = mio::net::TcpStream::connect(addr).unwrap();
         let (a, b) = (
-            event_loop.register(&mut first).unwrap(),
-            event_loop.register(&mut second).unwrap(),
+            event_loop
+                .register(&mut first)
+                .expect("`register` must give an open socket a token"),
+            event_loop
+                .register(&mut second)
+                .expect("`register` must give an open socket a token"),
         );
         assert_ne!(
             a, b,
@@ -561,16 +585,22 @@ fn a_writer_is_woken_when_its_socket_is_writable_until_removed() {
     within(10, NEVER_WOKEN, || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let mut stream = mio::net::TcpStream::connect(addr).unwrap();
-        let token = event_loop.register(&mut stream).unwrap();
+        let token = event_loop
+            .register(&mut stream)
+            .expect("`register` must give an open socket a token");
         let _server = listener.accept().unwrap();
         event_loop.call_later(Duration::from_secs(10), || {});
         let wakes = CountingWaker::new();
         event_loop
             .add_writer(token, &Waker::from(wakes.clone()))
-            .unwrap();
-        event_loop.run_once().unwrap();
+            .expect("`add_writer` must install a writer for a registered socket");
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             wakes.count(),
             1,
@@ -623,7 +653,7 @@ fn wake_at_wakes_its_waker_at_the_deadline_unless_cancelled() {
         handed_on.set_waker(&Waker::from(moved.clone()));
         let lp = event_loop.clone();
         event_loop.call_at(at(4), move || lp.stop());
-        event_loop.run_forever().unwrap();
+        event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");
         assert_eq!(
             (first.count(), cancelled.count(), moved.count()),
             (1, 0, 1),
@@ -688,7 +718,12 @@ fn a_future_ends_once_with_a_result_an_error_or_a_cancellation() {
         "a failed future: expected done and not cancelled"
     );
     assert!(!failed.cancel(), "a future that failed cannot be cancelled");
-    let err = failed.take_result().expect("done").unwrap_err();
+    let err = failed
+        .take_result()
+        .expect("`take_result` must give the result of a task that is done")
+        .expect_err(
+            "it must be an error: a future ends once with a result an error or a cancellation",
+        );
     assert_eq!(
         err.to_string(),
         "it broke",
@@ -713,7 +748,12 @@ fn a_future_ends_once_with_a_result_an_error_or_a_cancellation() {
         !cancelled.set_result(1),
         "a cancelled future takes no result"
     );
-    let err = cancelled.take_result().expect("done").unwrap_err();
+    let err = cancelled
+        .take_result()
+        .expect("`take_result` must give the result of a task that is done")
+        .expect_err(
+            "it must be an error: a future ends once with a result an error or a cancellation",
+        );
     assert!(
         is_cancelled(&err),
         "a cancelled future's error should be Cancelled: {err:#}"
@@ -776,7 +816,9 @@ fn done_callbacks_are_scheduled_not_called() {
             "what happened before the next turn: the done callback must not have run yet; \
              it is scheduled with call_soon, not called inside set_result"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             trace.lines(),
             ["after set_result", "done Some(7)"],
@@ -794,7 +836,9 @@ fn done_callbacks_are_scheduled_not_called() {
             "lines right after add_done_callback on a done future: the callback \
              must wait for the next turn, not run at once"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             trace.lines()[2],
             "late true",
@@ -837,7 +881,7 @@ fn a_task_is_a_future_with_its_coroutine_outcome() {
                 );
                 got
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             answer, 42,
             "what awaiting the child task gave: its coroutine's result"
@@ -849,7 +893,7 @@ fn a_task_is_a_future_with_its_coroutine_outcome() {
                     .create_task(async { anyhow::bail!("the child failed") as anyhow::Result<()> });
                 child.await
             })
-            .unwrap_err();
+            .expect_err("it must be an error: a task is a future with its coroutine outcome");
         assert_eq!(
             err.to_string(),
             "the child failed",
@@ -899,7 +943,7 @@ fn two_wake_ups_before_a_step_schedule_one_step() {
                 })
                 .await
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             polls, 3,
             "polls of a coroutine woken twice in its first poll, then by a timer: \
@@ -931,7 +975,8 @@ fn run_until_complete_fails_when_the_loop_stops_first() {
     within(10, NEVER_STEPPED, || {
         let (event_loop, _clock) = test_loop();
         let (outcome, never) = stopped_before_its_future(&event_loop);
-        let err = outcome.unwrap_err();
+        let err = outcome
+            .expect_err("it must be an error: run until complete fails when the loop stops first");
         assert!(
             err.to_string().contains("stopped before"),
             "run_until_complete when the loop stops first: expected the error \
@@ -942,8 +987,12 @@ fn run_until_complete_fails_when_the_loop_stops_first() {
         event_loop.call_soon(move || {
             never.set_result(());
         });
-        event_loop.run_once().unwrap();
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         event_loop.close();
     });
 }
@@ -965,7 +1014,9 @@ fn a_task_that_ends_after_its_loop_stopped_leaves_the_table() {
             "pending_tasks while the task waits on a future nobody has set"
         );
         never.set_result(());
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert_eq!(
             event_loop.pending_tasks(),
             0,
@@ -993,7 +1044,7 @@ fn run_gives_the_coroutines_outcome() {
         let err = lesson4_asyncio_style::event_loop::run(async {
             anyhow::bail!("no luck") as anyhow::Result<()>
         })
-        .unwrap_err();
+        .expect_err("it must be an error: run gives the coroutines outcome");
         assert_eq!(
             err.to_string(),
             "no luck",
@@ -1023,7 +1074,7 @@ fn run_says_so_when_the_loop_has_stalled() {
                 never.await?;
                 Ok(())
             })
-            .unwrap_err();
+            .expect_err("it must be an error: run says so when the loop has stalled");
             assert!(
                 format!("{err:#}").contains("stalled"),
                 "the error of `run` when its loop has nothing left to run must say it \
@@ -1047,7 +1098,9 @@ fn run_says_so_when_the_loop_has_stalled() {
 #[test]
 fn a_task_woken_twice_before_its_step_is_stepped_once() {
     within(10, NEVER_STEPPED, || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let polls = Rc::new(Cell::new(0));
         let counted = Rc::clone(&polls);
         let _task = event_loop.create_task(async move {
@@ -1066,7 +1119,9 @@ fn a_task_woken_twice_before_its_step_is_stepped_once() {
         // The first step, then the turn that runs what it queued (a third
         // turn would wait in `poll` for ever: nothing is left to do).
         for _ in 0..2 {
-            event_loop.run_once().unwrap();
+            event_loop.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
         }
         assert_eq!(
             polls.get(),
@@ -1089,7 +1144,9 @@ fn a_waker_used_from_another_thread_still_steps_the_task() {
     const LIMIT: Duration = Duration::from_secs(10);
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let value = event_loop.run_until_complete(async {
             let flag = Arc::new(AtomicBool::new(false));
             let mut spawned = false;
@@ -1144,11 +1201,17 @@ fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
          call wake_task directly only when the running loop is the task's own (its id is \
          the waker's loop_id); otherwise the wake-up goes through Remote",
         || {
-            let mine = EventLoop::new().unwrap();
-            let other = EventLoop::new().unwrap();
+            let mine = EventLoop::new().expect(
+                "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+            );
+            let other = EventLoop::new().expect(
+                "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+            );
             let f: Future<u8> = mine.create_future();
             let task = mine.create_task(f.clone());
-            mine.run_once().unwrap();
+            mine.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
             assert!(
                 !task.done(),
                 "the task waits for a future nobody has resolved yet"
@@ -1158,9 +1221,12 @@ fn a_waker_woken_while_another_loop_runs_steps_its_own_task() {
             other.call_soon(move || {
                 f.set_result(4);
             });
-            other.run_once().unwrap();
+            other.run_once().expect(
+                "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+            );
             assert_eq!(
-                mine.run_until_complete(task).unwrap(),
+                mine.run_until_complete(task)
+                    .expect("`run_until_complete` must return Ok with what the coroutine returned"),
                 4,
                 "the task's result, once its own loop runs: the value set inside the other \
                  loop's callback"
@@ -1213,7 +1279,7 @@ fn cancel_reaches_a_task_waiting_on_a_future_nobody_resolves() {
                     child.cancel(),
                 ))
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             *observed.borrow(),
             Some(true),
@@ -1248,7 +1314,7 @@ fn a_task_cancelled_before_its_first_step_never_runs() {
                 let outcome = child.clone().await;
                 Ok((outcome.is_ok(), child.cancelled()))
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert!(
             !ran.get(),
             "the coroutine of a task cancelled before its first step ran"
@@ -1265,7 +1331,9 @@ fn a_task_cancelled_before_its_first_step_never_runs() {
             !event_loop.create_task(async { Ok(()) }).cancelled(),
             "Task::cancelled of a new task: true"
         );
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         event_loop.close();
     });
 }
@@ -1283,7 +1351,9 @@ fn close_drops_a_waiting_tasks_coroutine() {
             let _finally = Cleanup(clean);
             never.await
         });
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(
             !task.done(),
             "a task waiting on a future nobody resolves ended"
@@ -1317,7 +1387,7 @@ fn sleep_takes_loop_time_not_real_time() {
                 sleep(Duration::from_secs(3600)).await?;
                 Ok(lp.time() - start)
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             slept,
             Duration::from_secs(3600),
@@ -1367,7 +1437,9 @@ fn close_drops_pending_tasks_and_refuses_new_work() {
             let _finally = Cleanup(clean);
             sleep(Duration::from_secs(3600)).await
         });
-        event_loop.run_once().unwrap();
+        event_loop.run_once().expect(
+            "`run_once` must return Ok on an open loop: one turn, whatever its callbacks do",
+        );
         assert!(!task.done(), "a task asleep for an hour ended in one turn");
         event_loop.close();
         assert!(
@@ -1423,11 +1495,11 @@ fn cancel_delivers_cancelled_at_the_await_and_the_coroutine_cleans_up() {
                 let outcome = child.clone().await;
                 Ok((
                     child.cancelled(),
-                    outcome.unwrap_err().is::<Cancelled>(),
+                    outcome.expect_err("it must be an error: cancel delivers cancelled at the await and the coroutine cleans up").is::<Cancelled>(),
                     lp.pending_timers(),
                 ))
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             *observed.borrow(),
             Some(true),
@@ -1462,7 +1534,7 @@ fn a_coroutine_may_catch_the_cancellation_and_return_normally() {
                 child.cancel();
                 child.await
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             result, "caught",
             "what a child that catches its cancellation returned: \"caught\" \
@@ -1481,7 +1553,7 @@ fn gather_returns_results_in_argument_order() {
                 sleep(Duration::from_secs(secs)).await?;
                 Ok(secs * 10)
             })))
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             results,
             [30, 10, 20],
@@ -1490,7 +1562,7 @@ fn gather_returns_results_in_argument_order() {
 
         let empty: Vec<u8> = event_loop
             .run_until_complete(gather(Vec::<std::future::Ready<anyhow::Result<u8>>>::new()))
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert!(empty.is_empty(), "gather of nothing: expected no results");
         event_loop.close();
     });
@@ -1516,7 +1588,7 @@ fn gather_fails_with_the_first_error() {
                     Ok(secs)
                 }
             })))
-            .unwrap_err();
+            .expect_err("it must be an error: gather fails with the first error");
         assert_eq!(
             err.to_string(),
             "child 2 failed",
@@ -1524,7 +1596,7 @@ fn gather_fails_with_the_first_error() {
         );
         event_loop
             .run_until_complete(sleep(Duration::from_secs(5)))
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             *finished.borrow(),
             [1, 3],
@@ -1555,13 +1627,15 @@ fn cancelling_a_gather_cancels_its_children() {
                 sleep(Duration::from_secs(1)).await?;
                 outer.cancel();
                 assert!(
-                    is_cancelled(&outer.await.unwrap_err()),
+                    is_cancelled(&outer.await.expect_err(
+                        "it must be an error: cancelling a gather cancels its children"
+                    )),
                     "a cancelled gather should end with Cancelled"
                 );
                 // Give the children's cancelled steps a turn.
                 sleep(Duration::from_secs(1)).await
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             cleaned.get(),
             3,
@@ -1593,10 +1667,10 @@ fn wait_for_times_out_at_the_deadline_and_drops_the_awaitable() {
                 };
                 let err = wait_for(pin!(slow), Duration::from_millis(2500))
                     .await
-                    .unwrap_err();
+                    .expect_err("it must be an error: wait for times out at the deadline and drops the awaitable");
                 Ok((err, lp.time() - start))
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(
             err.downcast_ref::<TimeoutError>(),
             Some(&TimeoutError),
@@ -1633,7 +1707,7 @@ fn wait_for_returns_the_result_when_in_time() {
                 };
                 wait_for(pin!(fast), Duration::from_secs(2)).await
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         assert_eq!(value, 5, "wait_for's result when in time: the awaitable's");
         assert_eq!(
             event_loop.pending_timers(),
@@ -1719,7 +1793,7 @@ fn join_waits_for_every_task_done_including_items_put_by_workers() {
                 }
                 for worker in workers {
                     assert!(
-                        is_cancelled(&worker.await.unwrap_err()),
+                        is_cancelled(&worker.await.expect_err("it must be an error: join waits for every task done including items put by workers")),
                         "a worker waiting in get() and cancelled should end with Cancelled"
                     );
                 }
@@ -1730,7 +1804,7 @@ fn join_waits_for_every_task_done_including_items_put_by_workers() {
                 // `join` on a finished queue returns at once.
                 q.join().await
             })
-            .unwrap();
+            .expect("`run_until_complete` must return Ok with what the coroutine returned");
         let lines = trace.lines();
         assert_eq!(
             lines.len(),
@@ -1822,7 +1896,9 @@ fn a_cancelled_getter_does_not_swallow_an_item() {
                 q.put_nowait("item");
                 first.cancel();
                 assert!(
-                    is_cancelled(&first.await.unwrap_err()),
+                    is_cancelled(&first.await.expect_err(
+                        "it must be an error: a cancelled getter does not swallow an item"
+                    )),
                     "the first getter, cancelled, should end with Cancelled"
                 );
                 wait_for(second, Duration::from_secs(5)).await
@@ -1856,7 +1932,9 @@ fn a_put_reaches_the_getter_behind_one_that_gave_up() {
                 // The first getter gives up before any item comes.
                 first.cancel();
                 assert!(
-                    is_cancelled(&first.await.unwrap_err()),
+                    is_cancelled(&first.await.expect_err(
+                        "it must be an error: a put reaches the getter behind one that gave up"
+                    )),
                     "the first getter, cancelled, should end with Cancelled"
                 );
                 q.put_nowait("item");
@@ -2087,7 +2165,7 @@ fn connecting_to_a_closed_port_fails() {
         let err = lesson4_asyncio_style::event_loop::run(async move {
             Socket::connect(&addr).await.map(|_| ())
         })
-        .unwrap_err();
+        .expect_err("it must be an error: connecting to a closed port fails");
         let io = err
             .downcast_ref::<std::io::Error>()
             .unwrap_or_else(|| panic!("connect's error should be an io::Error: {err:#}"));
@@ -2147,7 +2225,9 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
     within(20, NEVER_READY, || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let event_loop = EventLoop::new().unwrap();
+        let event_loop = EventLoop::new().expect(
+            "`EventLoop::new` must return a loop (an Err here is the OS refusing a selector)",
+        );
         let err = event_loop
             .run_until_complete(async move {
                 let mut socket = Socket::connect(&addr).await?;
@@ -2159,7 +2239,7 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
                 .await;
                 read
             })
-            .unwrap_err();
+            .expect_err("it must be an error: a stalled read ends with wait for and leaves nothing registered");
         assert!(
             err.is::<TimeoutError>(),
             "a read nobody answers, under wait_for(50 ms): expected TimeoutError, got {err:#}"
