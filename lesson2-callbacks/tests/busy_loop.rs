@@ -35,7 +35,8 @@ fn slow_server(think: Duration) -> (SocketAddr, thread::JoinHandle<Vec<u8>>) {
 fn spinning_gets_the_response_but_burns_a_spin_per_wasted_check() {
     let (addr, server) = slow_server(Duration::from_millis(300));
     let deadline = Instant::now() + Duration::from_secs(10);
-    let spun = fetch_by_spinning(addr, REQUEST, deadline).unwrap();
+    let spun = fetch_by_spinning(addr, REQUEST, deadline)
+        .expect("`fetch_by_spinning` must fetch from a server that answers at once");
     assert_eq!(
         server.join().unwrap(),
         REQUEST,

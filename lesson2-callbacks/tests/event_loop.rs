@@ -154,7 +154,7 @@ fn a_writer_can_hand_over_to_a_reader_from_inside_its_own_call() {
                     steps.borrow_mut().push("readable");
                     ev2.deregister(&mut *sock.borrow_mut(), token);
                 })
-                .unwrap();
+                .expect("`add_reader` must install a reader for a registered socket");
             })
             .expect("`add_writer` must install a writer for a registered socket");
         event_loop.run_forever().expect("`run_forever` must return Ok when it ends normally, stopped or with nothing left to wait for (an Err is the loop refusing to run)");

@@ -120,7 +120,9 @@ fn write_all_writes_more_than_the_socket_buffers_hold_in_parts() {
                 let mut sock = Socket::connect(&addr)
                     .await
                     .expect("`Socket::connect` must connect to a listening address");
-                sock.write_all(&sent).await.unwrap();
+                sock.write_all(&sent)
+                    .await
+                    .expect("`write_all` must write every byte to a server that reads them all");
                 // Dropped here: the server reads to the close.
             })
             .expect("`run_until_complete` must return Ok with what the coroutine returned");

@@ -1986,7 +1986,7 @@ fn sockets_connect_write_and_read_through_the_loop() {
                 }
             }
         })
-        .unwrap();
+        .expect("`Socket::connect`, `write_all` and `read` must each succeed against a server that echoes and closes");
         assert_eq!(
             String::from_utf8_lossy(&reply),
             "echo:hello",
@@ -2028,7 +2028,9 @@ fn read_takes_bytes_that_arrived_before_it_was_called() {
                 sleep(Duration::from_millis(50)).await?;
                 socket.read(|bytes| bytes.to_vec()).await
             })
-            .unwrap();
+            .expect(
+                "`Socket::connect` and `read` must succeed: the bytes are already in the socket",
+            );
             assert_eq!(
                 got, b"hello",
                 "what `read` returned: the bytes already in the socket"
@@ -2119,7 +2121,7 @@ fn a_reset_ends_write_all_and_read_with_its_error() {
                 let data = vec![b'x'; 16 << 20];
                 Ok(socket.write_all(&data).await.map_err(|e| kind_of(&e)))
             })
-            .unwrap();
+            .expect("`Socket::connect` must connect to a listening server (its write's own error is checked below)");
             server.join().unwrap();
             assert!(
                 matches!(
@@ -2148,7 +2150,7 @@ fn a_reset_ends_write_all_and_read_with_its_error() {
                     .await
                     .map_err(|e| kind_of(&e)))
             })
-            .unwrap();
+            .expect("`Socket::connect` and `write_all` must succeed before the reset (the read's own error is checked below)");
             assert!(
                 matches!(read, Err(Ok(std::io::ErrorKind::ConnectionReset))),
                 "read from a connection the peer reset: the read's error, ConnectionReset; \

@@ -502,3 +502,118 @@ fn a_blank_drop_fails_its_test_without_aborting_the_others() {
         "the drop during the assertion's unwinding stays quiet\n{all}"
     );
 }
+
+/// Names of the learner's functions that std's sockets, channels and the
+/// shared parser have too (`conn.write_all(…)` in a test's server thread).
+const STD_NAMES: &[&str] = &[
+    "write_all",
+    "connect",
+    "send",
+    "finish",
+    "read",
+    "flush",
+    "recv",
+];
+
+/// What a call of a learner's function is followed by when it panics on a
+/// result without saying why: `NAME(…)` (or `NAME(…).await`), then a bare
+/// `.unwrap()` or `.unwrap_err()`.
+fn bare_unwraps(text: &str, names: &std::collections::BTreeSet<String>) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    for name in names {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(&format!("{name}(")).map(|i| i + from) {
+            from = at + name.len() + 1;
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue; // a longer name that ends in this one
+            }
+            // The call's closing parenthesis.
+            let (mut depth, mut end) = (0usize, None);
+            for (i, &b) in bytes.iter().enumerate().skip(at + name.len()) {
+                match b {
+                    b'(' => depth += 1,
+                    b')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { continue };
+            let rest = text[end..].trim_start();
+            let awaited = rest.starts_with(".await");
+            let rest = rest.strip_prefix(".await").map_or(rest, str::trim_start);
+            // A name the standard library's blocking sockets and channels
+            // also have is the learner's only when it is awaited.
+            if STD_NAMES.contains(&name.as_str()) && !awaited {
+                continue;
+            }
+            if rest.starts_with(".unwrap()") || rest.starts_with(".unwrap_err()") {
+                let line = text[..at].matches('\n').count() + 1;
+                out.push((line, name.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn stage_tests_name_the_rule_when_a_learners_function_returns_the_wrong_result() {
+    let root = checkout();
+    let mut found = Vec::new();
+    for lesson in ["1", "2", "3", "4"] {
+        let list = starter::stages::StageList::load(&root, lesson).expect("the stage list");
+        let names: std::collections::BTreeSet<String> = list
+            .stages
+            .iter()
+            .flat_map(|s| &s.blank)
+            .filter_map(|spec| starter::blank::FnPath::parse(spec).ok())
+            // `new`, `get`, `read` and their like are also the standard
+            // library's and the fixtures' names: the typed path is the
+            // learner's, the bare name may not be.
+            .map(|p| match (&p.type_name, p.trait_name) {
+                (Some(ty), None) if p.name.len() <= 4 => format!("{ty}::{}", p.name),
+                _ => p.name,
+            })
+            .collect();
+        let tests = list.crate_dir(&root).join("tests");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&tests)
+            .expect("the lesson's tests")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("a test file");
+            for (line, name) in bare_unwraps(&text, &names) {
+                found.push(format!(
+                    "{}:{line}: `{name}(…)` then a bare unwrap",
+                    file.strip_prefix(&root).unwrap_or(&file).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a stage test that fails on what the learner's function returned must say which rule \
+         it checks (`.expect(\"`NAME` must …\")`), not panic with \"called `Result::unwrap()` \
+         on an `Err` value\":\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_bare_unwrap_after_a_learners_call_is_found() {
+    let names = ["run_once".to_string(), "Queue::get".to_string()].into();
+    let text = "let a = ev.run_once().unwrap();\nlet b = ev.run_once().expect(\"`run_once` must …\");\n\
+                let c = q.my_run_once(x).unwrap();\nlet d = Queue::get(&q,\n  (1, 2))\n  .await\n  .unwrap_err();\n";
+    assert_eq!(
+        bare_unwraps(text, &names),
+        [(4, "Queue::get".to_string()), (1, "run_once".to_string())]
+    );
+}
