@@ -23,7 +23,7 @@
 //! There is no pool bounding the concurrency: like the tutorial, every new
 //! link gets its fetch at once. What bounds it is the process's open-file
 //! limit — each fetch holds a socket — so fetches beyond the socket budget
-//! wait in line (`waiting`) for another fetch to close its socket, and a
+//! wait in line ([`SocketLine`]) for another fetch to close its socket, and a
 //! "too many open files" error puts a fetch back in that line instead of
 //! failing it. Every fetch that holds a socket takes its place in that line,
 //! a host's robots.txt as much as a page, and the end of every one lets the
@@ -92,12 +92,8 @@ pub struct Crawler {
     /// Fetches in flight now, and the most at once. Shared with every
     /// `Fetcher`, which counts itself from its first socket to its end.
     in_flight: Rc<InFlight>,
-    /// How many fetches may hold a socket at once: the open-file limit less
-    /// a reserve. Lowered if the process runs out of descriptors anyway.
-    socket_budget: usize,
-    /// Fetches waiting for a socket, first come first served: pages, and
-    /// hosts' robots.txt.
-    waiting: VecDeque<Waiting>,
+    /// The socket budget and the fetches waiting in line for it.
+    line: SocketLine,
     /// robots.txt, the hosts' slots and `--max-pages`, and the callbacks
     /// waiting for a turn.
     turns: Rc<Turns>,
@@ -114,6 +110,92 @@ pub enum Waiting {
     Robots(Url, Answer),
 }
 // ANCHOR_END: crawler
+
+// ANCHOR: socket_line
+/// The socket budget, and the line of fetches waiting for it: how many
+/// fetches may hold a socket at once, and who goes next when one closes.
+/// It starts nothing itself; it answers "may this one start now?" and
+/// "who may start now?", and the crawler does the starting.
+#[derive(Debug)]
+pub struct SocketLine {
+    /// How many fetches may hold a socket at once: the open-file limit less
+    /// a reserve, never 0 (a budget of 0 would make every fetch wait
+    /// forever). Lowered if the process runs out of descriptors anyway.
+    budget: usize,
+    /// Fetches waiting for a socket, first come first served: pages, and
+    /// hosts' robots.txt.
+    waiting: VecDeque<Waiting>,
+}
+
+impl SocketLine {
+    /// A line with nobody in it, for a budget of `budget` sockets (at
+    /// least 1).
+    pub fn new(budget: usize) -> SocketLine {
+        SocketLine {
+            budget: budget.max(1),
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// `fetch` wants a socket while `taken` places of the budget are
+    /// taken: it may start now (returned) only if a place is free and
+    /// nobody is waiting, since one that went ahead of the line could
+    /// leave a fetch that came first waiting for ever. Otherwise it joins
+    /// the back of the line (and `None` is returned).
+    pub fn admit(&mut self, fetch: Waiting, taken: usize) -> Option<Waiting> {
+        if taken < self.budget && self.waiting.is_empty() {
+            Some(fetch)
+        } else {
+            self.waiting.push_back(fetch);
+            None
+        }
+    }
+
+    /// A place was given back and `taken` are still taken: the fetches
+    /// that may start now, first in line first, as many as there are free
+    /// places. Counted once, here, rather than asked again after each
+    /// start: a start that fails at once (no descriptor after all) may
+    /// take no place, and asking again would then let the whole line
+    /// through.
+    pub fn let_go(&mut self, taken: usize) -> Vec<Waiting> {
+        let free = self.budget.saturating_sub(taken).min(self.waiting.len());
+        self.waiting.drain(..free).collect()
+    }
+
+    /// `fetch` found no descriptor for its socket while `in_flight` others
+    /// held one. Each of them closes one when it ends: it waits at the
+    /// head of the line for that, and the budget takes the hint that the
+    /// process cannot hold more sockets than they held (never below 1).
+    pub fn wait_again(&mut self, fetch: Waiting, in_flight: usize) {
+        self.budget = self.budget.min(in_flight.max(1));
+        self.waiting.push_front(fetch);
+    }
+
+    /// How many fetches wait in line.
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Whether nobody waits.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// How many of those waiting are pages (not robots.txt): the URLs
+    /// "waiting for a socket" of a stranded crawl.
+    pub fn pages(&self) -> usize {
+        self.waiting
+            .iter()
+            .filter(|fetch| matches!(fetch, Waiting::Page(..)))
+            .count()
+    }
+
+    /// How many fetches may hold a socket at once, now.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+}
+// ANCHOR_END: socket_line
 
 impl std::fmt::Debug for Waiting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -146,9 +228,7 @@ impl Crawler {
                 urls_todo: HashSet::new(),
                 done: Vec::new(),
                 in_flight: Rc::new(InFlight::default()),
-                // Zero would make every fetch wait forever.
-                socket_budget: socket_budget.max(1),
-                waiting: VecDeque::new(),
+                line: SocketLine::new(socket_budget),
                 turns: Rc::new(Turns::new(config)),
                 this: this.clone(),
             })
@@ -214,10 +294,8 @@ impl Crawler {
 
     /// Start `fetch` now, or put it in line for a socket.
     fn start_or_wait(&mut self, event_loop: &EventLoop, fetch: Waiting) {
-        if self.in_flight.now() < self.socket_budget && self.waiting.is_empty() {
+        if let Some(fetch) = self.line.admit(fetch, self.in_flight.now()) {
             self.start(event_loop, fetch);
-        } else {
-            self.waiting.push_back(fetch);
         }
     }
 
@@ -296,18 +374,12 @@ impl Crawler {
     }
 
     /// A socket was closed: start as many waiting fetches as the budget
-    /// now allows. Counted here rather than re-checking `in_flight` after
-    /// each start, because a start that fails at once (no descriptor after
-    /// all) adds nothing to `in_flight` and would let the whole line through.
+    /// now allows.
     fn fetch_waiting(&mut self, event_loop: &EventLoop) {
-        let free = self.socket_budget.saturating_sub(self.in_flight.now());
-        for _ in 0..free {
-            let Some(fetch) = self.waiting.pop_front() else {
-                break;
-            };
+        for fetch in self.line.let_go(self.in_flight.now()) {
             self.start(event_loop, fetch);
         }
-        self.trace.queued(self.waiting.len());
+        self.trace.queued(self.line.len());
     }
 
     /// `fetch` found no descriptor for its socket while `in_flight` others
@@ -315,13 +387,11 @@ impl Crawler {
     /// the line for that, and take the hint that the process cannot hold
     /// more sockets than they held.
     fn out_of_descriptors(&mut self, fetch: Waiting, in_flight: usize) {
-        // (The fetcher reports this only with others in flight; a budget of
-        // zero would make every fetch wait forever.)
-        self.socket_budget = self.socket_budget.min(in_flight.max(1));
         let (Waiting::Page(url, _) | Waiting::Robots(url, _)) = &fetch;
         self.log
             .debug(format_args!("wait {url}: out of file descriptors"));
-        self.waiting.push_front(fetch);
+        // (The fetcher reports this only with others in flight.)
+        self.line.wait_again(fetch, in_flight);
     }
     // ANCHOR_END: fetch
 
@@ -444,14 +514,9 @@ impl Crawler {
         if self.urls_todo.is_empty() {
             return Ok(());
         }
-        let waiting_for_socket = self
-            .waiting
-            .iter()
-            .filter(|fetch| matches!(fetch, Waiting::Page(..)))
-            .count();
         Err(Stranded::new(
             self.urls_todo.len(),
-            waiting_for_socket,
+            self.line.pages(),
             self.in_flight.now(),
             held,
         ))

@@ -40,7 +40,7 @@
 //! | `busy_loop.rs` | the naive way: spinning on a non-blocking socket (an example, not used by the crawler) |
 //! | `event_loop.rs` | `EventLoop` over `mio::Poll`: a shared handle: `add_reader`/`add_writer`, `call_soon`, `call_later`, `run_forever`, `stop` |
 //! | `fetch.rs` | `Fetcher`: one URL as callbacks (`connected`, `send_request`, `read_response`, `timed_out`) |
-//! | `crawler.rs` | `seen_urls`, `urls_todo`, a fetch per new link, the socket budget and the line waiting for it |
+//! | `crawler.rs` | `seen_urls`, `urls_todo`, a fetch per new link; `SocketLine`, the socket budget and the line waiting for it |
 //! | `polite.rs` | waiting for a URL's turn with callbacks: a timer at the host's slot, a list of callbacks per host for its robots.txt |
 //! | `examples/callback_memory.rs` | measuring what a fetch in flight costs: N threads (lesson 1) against N callbacks |
 //!
@@ -49,7 +49,7 @@
 //! | resource | taken in | given back in, on which ends |
 //! |---|---|---|
 //! | the URL's place in `urls_todo` | `Crawler::fetch` | `Crawler::finished`: from `Crawler::fetched` on every `Fetched::Done` (any status, a redirect, every error), from `take_turn` for `Turn::Blocked` and `Turn::Skip`; not on `Fetched::OutOfDescriptors`, which puts the URL back in line |
-//! | a place in line (`Crawler::waiting`), pages and robots.txt alike | `start_or_wait` when the budget is spent or others wait; `out_of_descriptors` (at the head) | `fetch_waiting` pops it, called after every `Fetched::Done` by `fetched` and by `start_robots`'s `done` |
+//! | a place in line (`SocketLine`), pages and robots.txt alike | `start_or_wait` when the budget is spent or others wait; `out_of_descriptors` (at the head) | `fetch_waiting` pops it, called after every `Fetched::Done` by `fetched` and by `start_robots`'s `done` |
 //! | a place in flight (`InFlightGuard` in `Fetcher::counted`) | `Fetcher::connect`, when a socket is registered | `Fetcher::connected` when that address fails; `Fetcher::finish` (`counted = None`) on every end |
 //! | the socket: descriptor, registration, writer, reader | `Fetcher::connect` (`register`, `add_writer`); `send_request` (`add_reader`) | `Fetcher::close` (`deregister` drops both callbacks; dropping the `TcpStream` closes the descriptor): in `connected` for each failed address, and in `finish` |
 //! | the deadline timer | `Fetcher::fetch` (`call_later`) | `finish` (`TimerHandle::cancel`), or it fires and runs `timed_out` |

@@ -2,8 +2,8 @@
 //!
 //! The crawl-wide state is lesson 2's, unchanged: one thread, so a plain
 //! struct in an `Rc<RefCell<_>>`, the tutorial's `seen_urls` and
-//! `urls_todo`, a fetch for every new link at once, the socket budget and
-//! the line of URLs waiting for a socket.
+//! `urls_todo`, a fetch for every new link at once, and the socket budget
+//! with the line of URLs waiting for a socket ([`SocketLine`]).
 //!
 //! What changed is how a fetch is started and how its result comes back. In
 //! lesson 2, [`Crawler::fetch`] made a `Fetcher` and handed it a `done`
@@ -98,12 +98,8 @@ pub struct Crawler {
     /// so `in_flight` lags behind; this count, not `in_flight`, is what the
     /// socket budget bounds.
     started: usize,
-    /// How many fetches may hold a socket at once: the open-file limit less
-    /// a reserve. Lowered if the process runs out of descriptors anyway.
-    socket_budget: usize,
-    /// Fetches waiting for a socket, first come first served: pages, and
-    /// hosts' robots.txt.
-    waiting: VecDeque<Waiting>,
+    /// The socket budget and the fetches waiting in line for it.
+    line: SocketLine,
     /// robots.txt, the hosts' slots and `--max-pages`, and what the tasks
     /// waiting for their turn wait on: its own `Rc`, so a task can wait
     /// without holding the crawler borrowed.
@@ -123,6 +119,92 @@ pub enum Waiting {
     Robots(Url, Future<()>),
 }
 // ANCHOR_END: crawler
+
+// ANCHOR: socket_line
+/// The socket budget, and the line of fetches waiting for it: how many
+/// fetches may hold a socket at once, and who goes next when one closes.
+/// It starts nothing itself; it answers "may this one start now?" and
+/// "who may start now?", and the crawler does the starting.
+#[derive(Debug)]
+pub struct SocketLine {
+    /// How many fetches may hold a socket at once: the open-file limit less
+    /// a reserve, never 0 (a budget of 0 would make every fetch wait
+    /// forever). Lowered if the process runs out of descriptors anyway.
+    budget: usize,
+    /// Fetches waiting for a socket, first come first served: pages, and
+    /// hosts' robots.txt.
+    waiting: VecDeque<Waiting>,
+}
+
+impl SocketLine {
+    /// A line with nobody in it, for a budget of `budget` sockets (at
+    /// least 1).
+    pub fn new(budget: usize) -> SocketLine {
+        SocketLine {
+            budget: budget.max(1),
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// `fetch` wants a socket while `taken` places of the budget are
+    /// taken: it may start now (returned) only if a place is free and
+    /// nobody is waiting, since one that went ahead of the line could
+    /// leave a fetch that came first waiting for ever. Otherwise it joins
+    /// the back of the line (and `None` is returned).
+    pub fn admit(&mut self, fetch: Waiting, taken: usize) -> Option<Waiting> {
+        if taken < self.budget && self.waiting.is_empty() {
+            Some(fetch)
+        } else {
+            self.waiting.push_back(fetch);
+            None
+        }
+    }
+
+    /// A place was given back and `taken` are still taken: the fetches
+    /// that may start now, first in line first, as many as there are free
+    /// places. Counted once, here, rather than asked again after each
+    /// start: a start that fails at once (no descriptor after all) may
+    /// take no place, and asking again would then let the whole line
+    /// through.
+    pub fn let_go(&mut self, taken: usize) -> Vec<Waiting> {
+        let free = self.budget.saturating_sub(taken).min(self.waiting.len());
+        self.waiting.drain(..free).collect()
+    }
+
+    /// `fetch` found no descriptor for its socket while `in_flight` others
+    /// held one. Each of them closes one when it ends: it waits at the
+    /// head of the line for that, and the budget takes the hint that the
+    /// process cannot hold more sockets than they held (never below 1).
+    pub fn wait_again(&mut self, fetch: Waiting, in_flight: usize) {
+        self.budget = self.budget.min(in_flight.max(1));
+        self.waiting.push_front(fetch);
+    }
+
+    /// How many fetches wait in line.
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Whether nobody waits.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// How many of those waiting are pages (not robots.txt): the URLs
+    /// "waiting for a socket" of a stranded crawl.
+    pub fn pages(&self) -> usize {
+        self.waiting
+            .iter()
+            .filter(|fetch| matches!(fetch, Waiting::Page(..)))
+            .count()
+    }
+
+    /// How many fetches may hold a socket at once, now.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+}
+// ANCHOR_END: socket_line
 
 impl Crawler {
     /// The crawler for `config`: roots normalized (`http://` added where
@@ -146,9 +228,7 @@ impl Crawler {
                 done: Vec::new(),
                 in_flight: Rc::new(InFlight::default()),
                 started: 0,
-                // Zero would make every fetch wait forever.
-                socket_budget: socket_budget.max(1),
-                waiting: VecDeque::new(),
+                line: SocketLine::new(socket_budget),
                 turns: Rc::new(Turns::new(config)),
                 this: this.clone(),
             })
@@ -197,10 +277,8 @@ impl Crawler {
 
     /// Start `fetch` now, or put it in line for a socket.
     fn start_or_wait(&mut self, event_loop: &EventLoop, fetch: Waiting) {
-        if self.started < self.socket_budget && self.waiting.is_empty() {
+        if let Some(fetch) = self.line.admit(fetch, self.started) {
             self.start(event_loop, fetch);
-        } else {
-            self.waiting.push_back(fetch);
         }
     }
 
@@ -290,14 +368,10 @@ impl Crawler {
     /// A socket was closed: start as many waiting fetches as the budget
     /// now allows.
     fn fetch_waiting(&mut self, event_loop: &EventLoop) {
-        let free = self.socket_budget.saturating_sub(self.started);
-        for _ in 0..free {
-            let Some(fetch) = self.waiting.pop_front() else {
-                break;
-            };
+        for fetch in self.line.let_go(self.started) {
             self.start(event_loop, fetch);
         }
-        self.trace.queued(self.waiting.len());
+        self.trace.queued(self.line.len());
     }
 
     /// `fetch` found no descriptor for its socket while others were in
@@ -305,11 +379,10 @@ impl Crawler {
     /// the line for that, and take the hint that the process cannot hold
     /// more sockets than it has open now.
     fn out_of_descriptors(&mut self, fetch: Waiting) {
-        self.socket_budget = self.socket_budget.min(self.in_flight.now().max(1));
         let (Waiting::Page(url, _) | Waiting::Robots(url, _)) = &fetch;
         self.log
             .debug(format_args!("wait {url}: out of file descriptors"));
-        self.waiting.push_front(fetch);
+        self.line.wait_again(fetch, self.in_flight.now());
     }
     // ANCHOR_END: fetch
 
@@ -439,14 +512,9 @@ impl Crawler {
         if self.urls_todo.is_empty() {
             return Ok(());
         }
-        let waiting_for_socket = self
-            .waiting
-            .iter()
-            .filter(|fetch| matches!(fetch, Waiting::Page(..)))
-            .count();
         Err(Stranded::new(
             self.urls_todo.len(),
-            waiting_for_socket,
+            self.line.pages(),
             self.in_flight.now(),
             held,
         ))
