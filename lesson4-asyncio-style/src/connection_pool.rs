@@ -16,7 +16,10 @@
 //! - **A limit on open sockets in total** (the process's descriptor budget,
 //!   from `Config::socket_budget`), kept the way asyncio's `Semaphore` keeps
 //!   its count: a number of free *slots*, and a line of waiting fetches,
-//!   each a [`Future`] that is resolved when its turn comes. A fetch first
+//!   each a [`Future`] that is resolved when its turn comes. That is
+//!   [`SocketLine`]: lessons 2 and 3's line of fetches waiting for a socket,
+//!   which the crawler started itself, grown futures, since here a fetch is
+//!   a task that awaits its turn. A fetch first
 //!   [`acquire`](ConnectionPool::acquire)s what it will use: an idle
 //!   connection to its host, or a free slot — free already, or freed by
 //!   closing an idle connection to another host, or waited for. The waiting
@@ -92,15 +95,9 @@ struct PoolInner {
     hosts: RefCell<HashMap<Rc<PoolKey>, Host>>,
     /// Idle connections kept per key.
     max_idle_per_host: usize,
-    /// Sockets that may still be opened without waiting.
-    free_slots: Cell<usize>,
-    /// Sockets the pool may hold in all: the budget, lowered when the
-    /// process turns out to have fewer descriptors (`retire_free_slots`).
-    /// Every slot not free is taken, by an open socket or a permit.
-    limit: Cell<usize>,
-    /// Fetches waiting for a socket, oldest first: each is resolved with
+    /// The socket budget: its free slots, and the fetches waiting for
     /// what frees up (see the module text).
-    waiters: RefCell<VecDeque<Future<Grant>>>,
+    line: SocketLine<Grant>,
     /// Sockets open now, idle or in use.
     open: Cell<usize>,
     /// Connections opened over the pool's life (for tests and curiosity).
@@ -130,6 +127,101 @@ pub enum Grant {
     /// Room to open a new socket.
     Open(Permit),
 }
+
+// ANCHOR: socket_line
+/// Lesson 2's socket budget and its line, the way asyncio's `Semaphore`
+/// keeps them: a count of free slots out of a limit, and the fetches
+/// waiting, each on a [`Future`] the line resolves with what frees up (a
+/// `T`: for the pool, a [`Grant`]). Handed *to* the oldest waiter, what
+/// frees up cannot be taken from under it by a fetch that arrives later.
+/// It opens and closes nothing itself.
+pub struct SocketLine<T> {
+    /// Slots that may be taken without waiting.
+    free: Cell<usize>,
+    /// Slots in all: the budget, lowered for good by [`SocketLine::retire`].
+    /// Every slot not free is taken.
+    limit: Cell<usize>,
+    /// The fetches waiting, oldest first. A waiter whose fetch was
+    /// cancelled is done already, and passed by.
+    waiters: RefCell<VecDeque<Future<T>>>,
+}
+
+impl<T: 'static> SocketLine<T> {
+    /// A line with `limit` free slots (at least one: with none, every
+    /// fetch would wait for ever) and nobody waiting.
+    pub fn new(limit: usize) -> SocketLine<T> {
+        SocketLine {
+            free: Cell::new(limit.max(1)),
+            limit: Cell::new(limit.max(1)),
+            waiters: RefCell::new(VecDeque::new()),
+        }
+    }
+
+    /// Take a free slot, if there is one.
+    pub fn try_take(&self) -> bool {
+        let free = self.free.get();
+        if free > 0 {
+            self.free.set(free - 1);
+        }
+        free > 0
+    }
+
+    /// Join the back of the line: the future is resolved with what frees
+    /// up when this waiter's turn comes. (Made on the running loop, so
+    /// called from a task.)
+    pub fn join(&self) -> Future<T> {
+        let waiter = get_running_loop().create_future();
+        self.waiters.borrow_mut().push_back(waiter.clone());
+        waiter
+    }
+
+    /// Something freed up: hand it to the oldest waiter still waiting, and
+    /// say `None`; with nobody waiting, it comes back (`Some`), for the
+    /// caller to keep.
+    pub fn hand_over(&self, freed: T) -> Option<T> {
+        loop {
+            // Popped before it is resolved: never borrowed while a waiter
+            // is told.
+            let waiter = self.waiters.borrow_mut().pop_front();
+            match waiter {
+                Some(waiter) if waiter.done() => continue,
+                Some(waiter) => {
+                    waiter.set_result(freed);
+                    return None;
+                }
+                None => return Some(freed),
+            }
+        }
+    }
+
+    /// A slot no waiter took: free again.
+    pub fn give_back(&self) {
+        self.free.set(self.free.get() + 1);
+    }
+
+    /// The process cannot hold more sockets than are taken now, less one
+    /// (a connect just found no descriptor in its slot): that slot and
+    /// every free one leave the budget for good.
+    pub fn retire(&self) {
+        let retired = self.free.replace(0) + 1;
+        self.limit.set(self.limit.get().saturating_sub(retired));
+    }
+
+    /// Fetches waiting now (not those cancelled, which are passed by).
+    pub fn waiting(&self) -> usize {
+        self.waiters
+            .borrow()
+            .iter()
+            .filter(|waiter| !waiter.done())
+            .count()
+    }
+
+    /// Slots taken now.
+    pub fn taken(&self) -> usize {
+        self.limit.get().saturating_sub(self.free.get())
+    }
+}
+// ANCHOR_END: socket_line
 
 /// A fetch's place in the line for a socket, given up if the fetch is
 /// cancelled (or dropped) while it waits: its future is cancelled, and
@@ -248,23 +340,12 @@ impl PoolInner {
     /// else keep it — a connection in its host's idle list (or closed, past
     /// the cap), a slot in the count of free ones.
     fn give(&self, grant: Grant) {
-        loop {
-            let waiter = self.waiters.borrow_mut().pop_front();
-            match waiter {
-                // A waiter whose fetch was cancelled is done already.
-                Some(waiter) if waiter.done() => continue,
-                Some(waiter) => {
-                    waiter.set_result(grant);
-                    return;
-                }
-                None => break,
-            }
-        }
-        match grant {
-            Grant::Reuse(connection) => self.keep_idle(*connection),
-            Grant::Open(permit) => {
+        match self.line.hand_over(grant) {
+            None => {}
+            Some(Grant::Reuse(connection)) => self.keep_idle(*connection),
+            Some(Grant::Open(permit)) => {
                 permit.forget();
-                self.free_slots.set(self.free_slots.get() + 1);
+                self.line.give_back();
             }
         }
     }
@@ -291,9 +372,7 @@ impl ConnectionPool {
                 resolver: Resolver::new(),
                 hosts: RefCell::new(HashMap::new()),
                 max_idle_per_host,
-                free_slots: Cell::new(limit.max(1)),
-                limit: Cell::new(limit.max(1)),
-                waiters: RefCell::new(VecDeque::new()),
+                line: SocketLine::new(limit),
                 open: Cell::new(0),
                 opened: Cell::new(0),
             }),
@@ -311,19 +390,20 @@ impl ConnectionPool {
         if let Some(connection) = key.as_ref().and_then(|key| self.take_idle(key)) {
             return Ok(Grant::Reuse(Box::new(connection)));
         }
-        if self.inner.free_slots.get() == 0 {
+        let line = &self.inner.line;
+        let mut taken = line.try_take();
+        if !taken {
             // Closing an idle connection frees its slot (to the first
             // waiter, if there is one: then we wait too).
             if let Some(connection) = self.evict_one_idle() {
                 drop(connection);
+                taken = line.try_take();
             }
         }
-        let grant = if self.inner.free_slots.get() > 0 {
-            self.inner.free_slots.set(self.inner.free_slots.get() - 1);
+        let grant = if taken {
             Grant::Open(self.permit())
         } else {
-            let waiter = get_running_loop().create_future();
-            self.inner.waiters.borrow_mut().push_back(waiter.clone());
+            let waiter = line.join();
             // A fetch cancelled while it waits leaves the line: `give`
             // passes a cancelled waiter by, so what frees up goes to a
             // fetch that can use it.
@@ -422,11 +502,7 @@ impl ConnectionPool {
     /// the free slots are retired, so that fetches wait for one of the
     /// pool's sockets to close rather than each find out for itself.
     fn retire_free_slots(&self) {
-        // The free slots, and the one whose connect just failed, leave the
-        // budget for good.
-        let retired = self.inner.free_slots.replace(0) + 1;
-        let limit = &self.inner.limit;
-        limit.set(limit.get().saturating_sub(retired));
+        self.inner.line.retire();
     }
 
     /// A connect failed for want of a descriptor while the pool has sockets
@@ -533,12 +609,7 @@ impl ConnectionPool {
     /// Fetches waiting for a socket now (not those cancelled, which `give`
     /// will pass by).
     pub fn waiting_count(&self) -> usize {
-        self.inner
-            .waiters
-            .borrow()
-            .iter()
-            .filter(|waiter| !waiter.done())
-            .count()
+        self.inner.line.waiting()
     }
 
     /// Sockets open now (idle or in use).
@@ -550,10 +621,7 @@ impl ConnectionPool {
     /// or a permit to open one: 0 once every fetch has given its place
     /// back and the idle connections are closed.
     pub fn taken_count(&self) -> usize {
-        self.inner
-            .limit
-            .get()
-            .saturating_sub(self.inner.free_slots.get())
+        self.inner.line.taken()
     }
 
     /// Connections opened so far.

@@ -18,8 +18,8 @@ use url::Url;
 
 /// What to look at when a test never ends (each is bounded by [`within`]).
 const POOL_STUCK: &str = "a fetch waited for ever for a socket. acquire takes a free \
-    slot when there is one (free_slots above 0) and waits on a future of its own only \
-    when there is none; a slot given back (a connection closed, a permit dropped) goes \
+    slot when there is one (the line's try_take) and waits on a future of its own (join) \
+    only when there is none; a slot given back (a connection closed, a permit dropped) goes \
     to the first waiter, and an idle connection to another host is closed to make room";
 
 fn root(server: &TestServer) -> Url {
@@ -150,7 +150,17 @@ fn a_connect_waits_for_a_free_socket_when_the_budget_is_spent() {
             sleep(Duration::from_millis(50)).await?;
             assert!(!third.done(), "a third socket was opened over the budget");
             drop(a);
-            let reused = wait_for(third, Duration::from_secs(10)).await?;
+            assert_eq!(
+                pool.open_count(),
+                1,
+                "open_count after dropping one of two connections: a dropped connection must \
+                 count itself closed (`Connection`'s `Drop`)"
+            );
+            let reused = wait_for(third, Duration::from_secs(5)).await.context(
+                "the third connect still waited 5 s after a connection was dropped: a dropped \
+                 connection must give its slot back, to the first fetch waiting \
+                 (`Connection`'s `Drop`)",
+            )?;
             assert!(!reused, "the waiting fresh connect came back reused");
             assert_eq!(
                 pool.opened_count(),
@@ -190,7 +200,8 @@ fn an_idle_connection_to_another_host_makes_room() {
                     "the connect to the second host never got a socket ({err:#}), while the \
                      budget's one socket sat idle, connected to the first host: with no free \
                      slot, acquire must close an idle connection to any host \
-                     (evict_one_idle) to make room before it waits"
+                     (evict_one_idle) to make room before it waits, and the connection closed \
+                     must give its slot back (`Connection`'s `Drop`)"
                 )
             });
             assert!(!b.reused(), "a connect to the second host came back reused");
@@ -272,7 +283,9 @@ fn https_and_closed_ports_are_fetch_errors() {
     within(20, POOL_STUCK, || {
         let closed = shared::fixtures::server::refused_addr();
         run(async move {
-            let pool = ConnectionPool::new(10, 10);
+            // A budget of one socket: a slot a failed connect kept would
+            // leave none.
+            let pool = ConnectionPool::new(10, 1);
             let https = Url::parse("https://127.0.0.1/").unwrap();
             let err = connect(&pool, &https, false)
                 .await
@@ -303,6 +316,12 @@ fn https_and_closed_ports_are_fetch_errors() {
                 pool.open_count(),
                 0,
                 "open_count after two failed connects: none opened"
+            );
+            assert_eq!(
+                pool.taken_count(),
+                0,
+                "taken_count after two failed connects: a connect that fails must give its \
+                 slot back, as its permit is dropped unused (`Permit`'s `Drop`)"
             );
             Ok(())
         })
@@ -355,11 +374,13 @@ fn a_connect_abandoned_by_its_deadline_gives_its_socket_back() {
             assert!(abandoned.is_err(), "the connect to a full queue finished");
             // The deadline dropped that connect, and its permit came back: the
             // next connect does not wait for a socket that will never close.
-            let connected = wait_for(
-                Box::pin(connect(&pool, &url, true)),
-                Duration::from_secs(10),
-            )
-            .await?;
+            let connected = wait_for(Box::pin(connect(&pool, &url, true)), Duration::from_secs(5))
+                .await
+                .context(
+                    "the connect after one abandoned by its deadline waited 5 s for the budget's \
+                 one socket: the abandoned connect's permit, dropped unused, must give its slot \
+                 back (`Permit`'s `Drop`)",
+                )?;
             assert!(!connected.reused(), "a fresh connect came back reused");
             assert_eq!(
                 pool.open_count(),
@@ -400,7 +421,8 @@ fn a_fetch_cancelled_while_it_waits_for_a_socket_leaves_the_line() {
                 pool.waiting_count(),
                 0,
                 "a fetch cancelled while it waits for a socket still counts as waiting: it \
-                 must leave the line (its waiter cancelled when its `acquire` is dropped)"
+                 must leave the line, its waiter cancelled when its `acquire` is dropped \
+                 (`LeaveLineOnDrop`'s `Drop`)"
             );
             pool.release(held, true);
             assert_eq!(
