@@ -304,12 +304,13 @@ pub fn change_diff(mistake: &Mistake) -> String {
             out.push_str(&format!(" {}\n", old[i]));
             i += 1;
             j += 1;
-        } else if j < new.len() && (i == old.len() || common[i][j + 1] >= common[i + 1][j]) {
-            out.push_str(&format!("+{}\n", new[j]));
-            j += 1;
-        } else {
+        } else if i < old.len() && (j == new.len() || common[i + 1][j] >= common[i][j + 1]) {
+            // On a tie the old line goes first: a diff reads "-" before "+".
             out.push_str(&format!("-{}\n", old[i]));
             i += 1;
+        } else {
+            out.push_str(&format!("+{}\n", new[j]));
+            j += 1;
         }
     }
     out.push_str("```");
@@ -433,6 +434,16 @@ mod diff_tests {
         assert_eq!(
             change_diff(&mistake),
             "```diff\n-    a();\n     b();\n     c();\n+    a();\n```"
+        );
+        // A line changed in place reads old first, then new.
+        let changed = Mistake {
+            find: "\n    if a && b {\n        go();".into(),
+            replace: "\n    if a {\n        go();".into(),
+            ..mistake
+        };
+        assert_eq!(
+            change_diff(&changed),
+            "```diff\n-    if a && b {\n+    if a {\n         go();\n```"
         );
     }
 }
