@@ -204,7 +204,8 @@ fn sleep_resolves_unbounded() {
             assert_eq!(
                 task_loop.pending_timers(),
                 0,
-                "timers after the sleep was dropped: Sleep's Drop cancels its timer"
+                "timers after the sleep was dropped: a `Sleep` dropped before its deadline must cancel \
+                 its timer (`Sleep`'s `Drop`)"
             );
             sleep(Duration::from_millis(20)).await;
             Instant::now()

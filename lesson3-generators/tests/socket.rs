@@ -56,7 +56,8 @@ fn connect_gives_a_connected_socket_registered_with_the_loop() {
         assert_eq!(
             event_loop.registered(),
             0,
-            "sockets registered after the socket was dropped: its Drop deregisters it"
+            "sockets registered after the socket was dropped: a dropped socket must deregister \
+             itself from the loop (`Socket`'s `Drop`)"
         );
     });
 }

@@ -153,6 +153,12 @@ impl Socket {
     // ANCHOR: wait
     /// Wait until the socket is readable or writable: install this task's
     /// waker as the socket's reader (or writer), and wait to be woken.
+    /// The socket's place in the loop's table (for `remove_reader` and
+    /// `remove_writer`, and the tests).
+    pub fn token(&self) -> Token {
+        self.token
+    }
+
     fn wait(&self, direction: Direction) -> Wait<'_> {
         Wait {
             socket: self,

@@ -2239,6 +2239,14 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
                     Duration::from_millis(50),
                 )
                 .await;
+                // The read's wait was dropped by the deadline, its socket
+                // still open: nothing of it may be left installed.
+                assert!(
+                    !get_running_loop().remove_reader(socket.token()),
+                    "a read abandoned by its deadline left its reader installed on a socket \
+                     still open: however a wait ends, it must remove what it installed \
+                     (`Wait`'s `Drop`, Rust's `finally: loop.remove_reader(fd)`)"
+                );
                 read
             })
             .expect_err("it must be an error: a stalled read ends with wait for and leaves nothing registered");
@@ -2254,7 +2262,8 @@ fn a_stalled_read_ends_with_wait_for_and_leaves_nothing_registered() {
         assert_eq!(
             event_loop.registered(),
             0,
-            "sockets registered once the socket was dropped: Drop must deregister it"
+            "sockets registered once the socket was dropped: a dropped socket must deregister \
+             itself from the loop (`Socket`'s `Drop`)"
         );
         event_loop.close();
         drop(listener);
