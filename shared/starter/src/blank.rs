@@ -210,7 +210,10 @@ pub fn blank_body(found: &FoundFn, message: &str) -> String {
     let pad = " ".repeat(found.indent);
     if found.is_drop {
         return format!(
-            "{{\n{pad}    // Not while a panic unwinds: a second panic would abort the tests.\n\
+            "{{\n{pad}    // Replace this whole body with yours: a `drop` runs on every path,\n\
+             {pad}    // a panic's unwinding included, and yours must do its work then too.\n\
+             {pad}    // (The placeholder stays quiet while a panic unwinds only because a\n\
+             {pad}    // second panic there would abort the whole test binary.)\n\
              {pad}    if !::std::thread::panicking() {{\n\
              {pad}        todo!({literal})\n\
              {pad}    }}\n{pad}}}"

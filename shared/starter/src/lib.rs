@@ -91,6 +91,46 @@ fn without_anchors(text: &str) -> String {
         .collect()
 }
 
+/// The line that opens a passage of a module's `//!` text saying how the
+/// lesson's code does its job, and the line that closes it. The book folds
+/// the same explanations under "How the lesson does it"; a learner's copy
+/// goes without them, so that the module's header states what it is for
+/// and leaves the how to the learner.
+pub const HOW_OPEN: &str = "//! <!-- how -->";
+/// See [`HOW_OPEN`].
+pub const HOW_CLOSE: &str = "//! <!-- /how -->";
+
+/// What stands in a learner's copy where such a passage was.
+const HOW_CUT: &str = "//! (How the lesson does this is in the chapter, folded under \"How the \
+                       lesson does it\": open it once your own attempt passes.)\n";
+
+/// `text` with every passage between [`HOW_OPEN`] and [`HOW_CLOSE`]
+/// replaced by [`HOW_CUT`]. An unclosed passage runs to the end of the
+/// module's `//!` lines.
+fn without_how(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut cutting = false;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if cutting {
+            if t == HOW_CLOSE || !t.starts_with("//!") {
+                cutting = false;
+                if t != HOW_CLOSE {
+                    out.push_str(line);
+                }
+            }
+            continue;
+        }
+        if t == HOW_OPEN {
+            cutting = true;
+            out.push_str(HOW_CUT);
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
 /// What stands where the fields of a struct the learner designs were:
 /// the stage, and what the fields must make possible (the entry's goal).
 fn state_message(number: usize, stage: &stages::Stage, spec: &str) -> String {
@@ -150,7 +190,7 @@ pub fn starter_files(
             // classic mistakes are written against its text, anchors
             // included); a learner's copy has no book markers.
             let text = if through < list.stages.len() {
-                without_anchors(&text)
+                without_how(&without_anchors(&text))
             } else {
                 text
             };
@@ -463,5 +503,29 @@ pub fn workspace_root(root: Option<&Path>) -> Result<PathBuf> {
             "{} is not inside the course's checkout, and the checkout this tool was built from is gone: run from the checkout, or give --root DIR",
             here.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_learners_copy_goes_without_the_how_of_a_module_header() {
+        let text = "//! # Queue\n//!\n//! What it is for.\n//! <!-- how -->\n//! One lock and two \
+                    condvars.\n//! <!-- /how -->\n//! More of what it is for.\n\nuse std::sync::Mutex;\n";
+        let cut = without_how(text);
+        assert!(!cut.contains("condvars"), "{cut}");
+        assert!(
+            cut.contains("What it is for.\n//! (How the lesson does this"),
+            "{cut}"
+        );
+        assert!(
+            cut.contains("//! More of what it is for.\n\nuse std"),
+            "{cut}"
+        );
+        // Unclosed: the passage ends with the header.
+        let open = "//! A.\n//! <!-- how -->\n//! B.\nfn f() {}\n";
+        assert_eq!(without_how(open), format!("//! A.\n{HOW_CUT}fn f() {{}}\n"));
     }
 }

@@ -77,8 +77,15 @@ pub fn verify_lesson(
     crate::write_starter(root, list, &dir, list.stages.len())?;
     for (i, stage) in list.stages.iter().enumerate() {
         for mistake in stage.mistakes.iter().filter(|m| chosen(m)) {
+            let started = std::time::Instant::now();
             let outcome = make_and_test(&dir, stage, mistake, target_dir, limit)?;
-            println!("   {}", describe(i + 1, stage, mistake, &outcome));
+            // The time each took, for whoever keeps CI short: a mistake
+            // that runs into a test's bound costs that bound.
+            println!(
+                "   {} [{} s]",
+                describe(i + 1, stage, mistake, &outcome),
+                started.elapsed().as_secs()
+            );
             results.push((i + 1, mistake.clone(), outcome));
         }
     }
