@@ -12,13 +12,17 @@
 //! Taken as two (two lockings, or a check made earlier and acted on later),
 //! two threads that found the same link both see it as new, and both queue
 //! it: the page is fetched twice, reported twice, and counted as new on two
-//! pages. [`Crawler::add_urls`] does the check and the change in one
+//! pages. Nothing slow (no socket, no parsing) ever runs under a lock.
+//!
+//! <!-- how -->
+//! [`Crawler::add_urls`] does the check and the change in one
 //! `HashSet::insert` under one locking, and puts the new URLs on the queue
 //! before it lets go.
 //!
 //! The other shared pieces — the finished statistics and the count of
 //! fetches in flight — each have a lock of their own, held for a line or
-//! two. Nothing slow (no socket, no parsing) ever runs under a lock.
+//! two.
+//! <!-- /how -->
 //!
 //! The count of fetches in flight does a second job: it is where a thread
 //! waits for a file descriptor. Every fetch needs a socket, a process may

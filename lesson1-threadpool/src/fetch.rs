@@ -9,13 +9,6 @@
 //!
 //! What the tutorial's version leaves out, and a crawler cannot:
 //!
-//! - **A deadline for the whole fetch** (`--timeout`). A blocking `read`
-//!   with no timeout waits forever on a server that accepts and never
-//!   answers. A socket timeout alone is not enough either: it bounds each
-//!   `read`, so a server that drips one byte a second — each `read`
-//!   returning in time — would hold the thread for as long as it likes.
-//!   So the fetch keeps one [`Deadline`], sets the socket's timeout to the
-//!   time *remaining* before every call, and gives up when none is left.
 //! - **Every address, in order.** `localhost` often resolves to `::1` first,
 //!   and a server listening on `127.0.0.1` only refuses that one.
 //! - **Bounded memory.** The bytes go to `shared::http::ResponseParser`,
@@ -25,6 +18,16 @@
 //!   may hold only so many. When `connect` finds none left, that is not
 //!   this URL's failure: [`get`] says [`Fetched::OutOfDescriptors`], and the
 //!   crawler waits for another fetch to close its socket.
+//! - **A deadline for the whole fetch** (`--timeout`). A blocking `read`
+//!   with no timeout waits forever on a server that accepts and never
+//!   answers. A socket timeout alone is not enough either: it bounds each
+//!   `read`, so a server that drips one byte a second — each `read`
+//!   returning in time — would hold the thread for as long as it likes.
+//!
+//! <!-- how -->
+//! So the fetch keeps one [`Deadline`], sets the socket's timeout to the
+//! time *remaining* before every call, and gives up when none is left.
+//! <!-- /how -->
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -39,6 +39,13 @@
 //!
 //! ## What a fetch takes, and where it gives it back
 //!
+//! There is no event loop and no pooled connection here: one request per
+//! connection. A place kept after one refused connect would, with a budget
+//! of one, leave every other thread asleep in `InFlight::start`: the queued
+//! URLs are stranded, work is left and no thread can do it, and `join`
+//! waits forever.
+//!
+//! <!-- how -->
 //! | resource | taken in | given back in, and on which ends |
 //! |---|---|---|
 //! | a place in the socket budget | `InFlight::start`, each round of `Crawler::get`, before the name is looked up | `InFlightGuard`'s `Drop` as `Crawler::get` returns: a response, every `FetchError` (`unsupported` and `dns` too), "too many open files"; and at the end of a round that waits out `Fetched::OutOfDescriptors` |
@@ -48,13 +55,10 @@
 //! | the thread | `fetcher`, one URL per `Queue::get` | back to the loop when `Crawler::fetch` returns, which it does on every failure: each is a `FetchError` value it records, never a `?` out of it; until the queue is shut down, only a panic ends a thread |
 //! | one unfinished task | `Queue::put` | `TaskDone`'s `Drop`, once per URL, however `Crawler::fetch` returns (fetched, failed, blocked, skipped) and on a panic |
 //!
-//! There is no event loop and no pooled connection here: one request per
-//! connection. Each give-back is a guard's `Drop` or an end of scope, not a
-//! line at the end, because the failures leave early (a `return` in
-//! `connect`, a `?` in `receive`). A place kept after one refused connect
-//! would, with a budget of one, leave every other thread asleep in
-//! `InFlight::start`: the queued URLs are stranded, work is left and no
-//! thread can do it, and `join` waits forever.
+//! Each give-back is a guard's `Drop` or an end of scope, not a line at the
+//! end, because the failures leave early (a `return` in `connect`, a `?` in
+//! `receive`).
+//! <!-- /how -->
 
 pub mod crawler;
 pub mod fetch;

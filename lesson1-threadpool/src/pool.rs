@@ -6,19 +6,24 @@
 //! out, each of which a careful program needs:
 //!
 //! - **The threads end.** Python marks its fetchers `daemon = True` and lets
-//!   them die with the interpreter, mid-`get`. Here, once the main thread's
-//!   `join` returns, the queue is shut down, every `get` returns `None`, each
-//!   thread leaves its loop, and the pool joins its threads before it
-//!   returns. No thread outlives the crawl.
+//!   them die with the interpreter, mid-`get`. No thread outlives the crawl.
 //! - **A panic cannot hang `join`.** In the Python version an exception in
 //!   `run` kills that thread before its `task_done`, and the main thread
-//!   waits in `join` forever. Here `task_done` is called by a guard's `Drop`,
-//!   which runs on the way out of a panic too — and that guard also shuts the
-//!   queue down at once, so the crawl stops instead of waiting on threads
-//!   that are gone. The panic then comes back out of [`ThreadPool::wait_completion`].
+//!   waits in `join` forever.
 //! - **Starting a thread can fail** (the system is out of memory or of
 //!   threads — see the chapter on what a thread costs), and that failure is a
 //!   value, not a crash.
+//!
+//! <!-- how -->
+//! Here, once the main thread's `join` returns, the queue is shut down,
+//! every `get` returns `None`, each thread leaves its loop, and the pool
+//! joins its threads before it returns.
+//!
+//! Here `task_done` is called by a guard's `Drop`, which runs on the way out
+//! of a panic too — and that guard also shuts the queue down at once, so the
+//! crawl stops instead of waiting on threads that are gone. The panic then
+//! comes back out of [`ThreadPool::wait_completion`].
+//! <!-- /how -->
 //!
 //! The pool knows nothing about crawling: it runs any `work(queue, item)`.
 //! The crawler's `work` is "fetch this URL and put its new links"

@@ -54,10 +54,16 @@
 //! `_loop`: [`EventLoop`] is an `Rc`, a fetch keeps a clone, and every
 //! method takes `&self`. What changes sits in `Cell`s and `RefCell`s, each
 //! borrowed for the length of one method and **never while a callback
-//! runs**: the loop clones a reader's `Rc` out of its table, or pops a
-//! handle off its queue, before calling it. Callbacks therefore take no
-//! arguments; the state a callback works on (the socket, the bytes read so
-//! far) lives in an object its closures share: see `Fetcher` in `fetch.rs`.
+//! runs**.
+//!
+//! <!-- how -->
+//! The loop clones a reader's `Rc` out of its table, or pops a handle off
+//! its queue, before calling it.
+//! <!-- /how -->
+//!
+//! Callbacks therefore take no arguments; the state a callback works on (the
+//! socket, the bytes read so far) lives in an object its closures share: see
+//! `Fetcher` in `fetch.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};

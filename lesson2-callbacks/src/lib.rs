@@ -46,6 +46,7 @@
 //!
 //! ## What a fetch takes, and where it gives it back
 //!
+//! <!-- how -->
 //! | resource | taken in | given back in, on which ends |
 //! |---|---|---|
 //! | the URL's place in `urls_todo` | `Crawler::fetch` | `Crawler::finished`: from `Crawler::fetched` on every `Fetched::Done` (any status, a redirect, every error), from `take_turn` for `Turn::Blocked` and `Turn::Skip`; not on `Fetched::OutOfDescriptors`, which puts the URL back in line |
@@ -55,6 +56,8 @@
 //! | the deadline timer | `Fetcher::fetch` (`call_later`) | `finish` (`TimerHandle::cancel`), or it fires and runs `timed_out` |
 //! | the host's robots.txt: `Rules::Fetching` and its `robots_pending` list | `Turns::wait` on `Gate::FetchRobots` | `Turns::robots_fetched` once `robots_answer` says `None` (after any redirects and the one retry of an error, timeout or 5xx): the rules are known and every waiting callback runs |
 //! | the host's slot: a `call_at` timer | `Turns::wait` on `Gate::Fetch` | it fires: `done(Turn::Fetch)`, then `take_turn` |
+//!
+//! <!-- /how -->
 //!
 //! Lesson 1 gave its budget place back in a guard's `Drop`, which also woke
 //! the next thread waiting: every path did both. Here the count is still a

@@ -8,12 +8,14 @@
 //! What changed is how a fetch is started and how its result comes back. In
 //! lesson 2, [`Crawler::fetch`] made a `Fetcher` and handed it a `done`
 //! callback, and [`Crawler::fetched`] ran later, called back by the fetcher.
+//! <!-- how -->
 //! Here [`Crawler::fetch`] creates a *task* whose coroutine is two lines:
 //!
 //! ```text
 //! let fetched = fetcher.fetch().await;
 //! crawler.borrow_mut().fetched(&event_loop, url, fetched);
 //! ```
+//! <!-- /how -->
 //!
 //! `fetched` is the same function as before; it is just no longer a
 //! callback, but the line after an `.await`. The tutorial's coroutine crawler
@@ -31,9 +33,11 @@
 //! host's slot under `--delay`, `--max-pages`): where lesson 2 needed a
 //! timer callback and a list of callbacks per host, the waiting is now one
 //! coroutine, in [`crate::polite`]. A robots.txt fetch still takes its place
-//! in the line for a socket, as in lesson 2; where lesson 2 put the answer's
-//! callback in the line, the task here puts a [`Future`] there, and awaits
-//! it.
+//! in the line for a socket, as in lesson 2.
+//! <!-- how -->
+//! Where lesson 2 put the answer's callback in the line, the task here puts
+//! a [`Future`] there, and awaits it.
+//! <!-- /how -->
 
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};

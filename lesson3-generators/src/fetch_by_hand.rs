@@ -13,19 +13,23 @@
 //!
 //! Each variant holds the locals alive at that step: the socket, the
 //! readiness future being waited on, the request and how much of it is
-//! written, the parser. `poll` is a loop around one `match`: take the state
-//! out, do what can be done without waiting, and either move on to the next
-//! state or put the state back and return `Pending`.
+//! written, the parser.
 //!
 //! A [`Task`](crate::task::Task) drives it like any coroutine, and it gives
 //! the same results, with the same error chains, as the `async fn` — the
-//! tests in `tests/fetch.rs` run both. Compare the two: every line of
-//! bookkeeping below (moving the socket from variant to variant, putting
-//! the state back before returning `Pending`, remembering the last connect
-//! error, attaching each error's context by hand) is what `async fn` writes
-//! for us. Lesson 2's callbacks did the same bookkeeping, scattered over
+//! tests in `tests/fetch.rs` run both.
+//! <!-- how -->
+//! `poll` is a loop around one `match`: take the state out, do what can be
+//! done without waiting, and either move on to the next state or put the
+//! state back and return `Pending`.
+//!
+//! Compare the two: every line of bookkeeping below (moving the socket from
+//! variant to variant, putting the state back before returning `Pending`,
+//! remembering the last connect error, attaching each error's context by
+//! hand) is what `async fn` writes for us. Lesson 2's callbacks did the same bookkeeping, scattered over
 //! seven methods; here it is at least in one place, and the compiler's
 //! version has none of it in the source at all.
+//! <!-- /how -->
 
 use std::future::Future as _;
 use std::net::SocketAddr;

@@ -10,8 +10,11 @@
 //! compiler would: the frame becomes a struct, "where it stopped" (CPython's
 //! `f_lasti`) becomes an enum with one variant per suspension point, and the
 //! locals that are alive across a `yield` (CPython's `f_locals`) become the
-//! fields of that variant. `resume` is one `match` on the variant: run from
-//! there to the next `yield`, store the new variant, return the value.
+//! fields of that variant.
+//! <!-- how -->
+//! `resume` is one `match` on the variant: run from there to the next
+//! `yield`, store the new variant, return the value.
+//! <!-- /how -->
 //!
 //! The examples are the tutorial's, with its transcript replayed exactly in
 //! `tests/generator_transcript.rs`:

@@ -49,6 +49,16 @@
 //!
 //! ## What a fetch takes, and where it gives it back
 //!
+//! Anything an end forgets is lost to the rest of the crawl: a budget place
+//! kept by a timed-out fetch is one socket fewer for every later fetch, and
+//! a robots.txt that never wakes its host's URLs strands them all. Lesson 2
+//! gave everything back in `Fetcher::finish`, which each callback that could
+//! end a fetch had to remember to call. Here the guard, the socket and the
+//! timer live in the fetch's coroutine, so their `Drop` gives them back on
+//! every way out: `return`, `?`, and the drop of `get`'s coroutine at an
+//! `.await` when `wait_for`'s deadline wins.
+//!
+//! <!-- how -->
 //! | resource | taken in | given back in (on every end) |
 //! |---|---|---|
 //! | the URL in `urls_todo` | `Crawler::fetch` | `Crawler::finished`, once: from `fetched`, or from `take_turn` (refused by robots.txt, over `--max-pages`); an `OutOfDescriptors` end puts it back in line instead |
@@ -59,16 +69,10 @@
 //! | the host's robots.txt under way (`robots_pending`) | `Turns::wait`, on `Gate::FetchRobots` | `Turns::wait`, once `robots_answer` says `None` (it always does: tries and redirects are bounded); `set_result` wakes the host's URLs |
 //! | the host's slot (`--delay`) | `Politeness::gate` | not given back: spent by the `sleep` until it |
 //!
-//! Anything an end forgets is lost to the rest of the crawl: a budget place
-//! kept by a timed-out fetch is one socket fewer for every later fetch, and
-//! a robots.txt that never wakes its host's URLs strands them all. Lesson 2
-//! gave everything back in `Fetcher::finish`, which each callback that could
-//! end a fetch had to remember to call. Here the guard, the socket and the
-//! timer live in the fetch's coroutine, so their `Drop` gives them back on
-//! every way out: `return`, `?`, and the drop of `get`'s coroutine at an
-//! `.await` when `wait_for`'s deadline wins. Only the crawl's own records
-//! (`started`, `urls_todo`, `robots_pending`) are still given back by hand,
-//! by the code after the `.await` (`fetched`, `get_robots`, `Turns::wait`).
+//! Only the crawl's own records (`started`, `urls_todo`, `robots_pending`)
+//! are still given back by hand, by the code after the `.await`
+//! (`fetched`, `get_robots`, `Turns::wait`).
+//! <!-- /how -->
 
 pub mod crawler;
 pub mod event_loop;

@@ -9,11 +9,13 @@
 //! coroutine waits in place, so here all of it is one function, [`Turns::wait`],
 //! read top to bottom:
 //!
+//! <!-- how -->
 //! - a time to wait for is `sleep(..).await`: the loop's timer wakes the task;
 //! - the first task to meet a host fetches its robots.txt right there, then
 //!   completes the host's [`Future`];
 //! - every other task for that host awaits the same future (lesson 3's
 //!   futures give each awaiter a copy of the result).
+//! <!-- /how -->
 //!
 //! It needs nothing of the crawler but a way to fetch a robots.txt (`get`),
 //! so it lives apart from it, in its own `Rc`: a task can wait here for

@@ -12,6 +12,7 @@
 //! yield from f
 //! ```
 //!
+//! <!-- how -->
 //! [`Socket::ready`] is those lines: a fresh future, and a reader (or
 //! writer) callback that resolves it. The tutorial's callback also does the
 //! `recv`; ours cannot, because the socket belongs to the coroutine, so the
@@ -20,6 +21,7 @@
 //! and the coroutine waits only after the system said `WouldBlock` — then
 //! the next edge is sure to come, and a spurious one just means trying
 //! again.
+//! <!-- /how -->
 //!
 //! A socket is registered with the loop once, for its whole life
 //! (`EventLoop::register`), and deregistered when dropped: when the fetch

@@ -7,9 +7,11 @@
 //!
 //! In Rust a coroutine that is not wrapped in a task is a plain value, and
 //! *dropping it* is how it is cancelled: its destructors run (a waiting
-//! socket is deregistered and closed), and it is never polled again. So
-//! `wait_for` polls the coroutine and a [`sleep`] in turn, and when the
+//! socket is deregistered and closed), and it is never polled again.
+//! <!-- how -->
+//! So `wait_for` polls the coroutine and a [`sleep`] in turn, and when the
 //! sleep is over it returns; whoever awaited it then drops both.
+//! <!-- /how -->
 
 use std::fmt;
 use std::future::Future;

@@ -9,12 +9,15 @@
 //! - the **readers and writers** (`add_reader`, `add_writer`): what to call
 //!   when a socket becomes readable or writable, over `mio`.
 //!
+//! A task's waker is `call_soon(step)` ([`crate::task`]), so a task's step
+//! is one callback among others.
+//! <!-- how -->
 //! One turn of the loop ([`EventLoop::run_once`]) waits for I/O no longer
 //! than the first timer allows, calls the readers and writers of ready
 //! sockets, moves expired timers into the ready queue, then runs the
 //! callbacks that were in the queue at that moment — never the ones they
-//! add, which wait for the next turn. A task's waker is `call_soon(step)`
-//! ([`crate::task`]), so a task's step is one callback among others.
+//! add, which wait for the next turn.
+//! <!-- /how -->
 //!
 //! What changed since lesson 3:
 //!

@@ -32,6 +32,7 @@
 //! thousand of them, so its size is most of this lesson's memory figure.
 //! Three habits keep it small:
 //!
+//! <!-- how -->
 //! - what is needed only for a moment lives in a block that ends before
 //!   the next `.await` (the request, in `exchange`), or is made when it is
 //!   needed (the parser, on the first byte; the connect's state is only
@@ -46,6 +47,7 @@
 //!   lives. The block uses the arguments where they are. It is the same
 //!   coroutine, one to three words smaller at each level: about 80 bytes
 //!   in all, of the 480 that a waiting fetch's coroutine now takes.
+//! <!-- /how -->
 
 use std::cell::Cell;
 use std::future::Future;

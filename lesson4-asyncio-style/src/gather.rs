@@ -2,9 +2,11 @@
 //!
 //! asyncio's `gather(*aws)` wraps each awaitable in a task, so they all make
 //! progress at once, and returns one future that completes when they all
-//! have: with the list of results, in the order given. It is built from
-//! nothing but done-callbacks and a counter — the same shape as the
-//! tutorial's hand-made `gather`, here over tasks that can fail.
+//! have: with the list of results, in the order given.
+//! <!-- how -->
+//! It is built from nothing but done-callbacks and a counter — the same
+//! shape as the tutorial's hand-made `gather`, here over tasks that can fail.
+//! <!-- /how -->
 //!
 //! As in asyncio (without `return_exceptions`): the first child to fail
 //! fails the gather with its error, and the other children keep running; if

@@ -40,6 +40,15 @@
 //!
 //! ## What a fetch takes, and where it gives it back
 //!
+//! Every end of a fetch — a response, each error, a deadline that drops the
+//! attempt, a retry, a stale connection resent — passes through these, so
+//! nothing is left behind: one place lost per refused connect, or a worker
+//! ended by one failure, and the crawl would stall with URLs still queued.
+//! Since lesson 3: the budget was a count (`started`) taken back by hand;
+//! now a place is a value (a `Permit`, then the `Connection` holding it),
+//! the workers outlive every error, and `task_done` ends every item.
+//!
+//! <!-- how -->
 //! | resource | taken in | given back in |
 //! |---|---|---|
 //! | a place in the socket budget | `ConnectionPool::acquire`: a `Permit`, or a `Grant` handed to a waiting fetch | `Permit`'s `Drop` while no connection holds it (unsupported URL, resolve or connect failure, deadline, cancellation), then `Connection`'s `Drop`: both `PoolInner::give_slot`; kept across a resend by `ConnectionPool::reopen`; retired on `EMFILE` (`Permit::forget`) |
@@ -51,14 +60,7 @@
 //! | robots.txt in progress for a host | `Politeness::gate` (`Gate::FetchRobots`), in `Turns::wait` | `Politeness::robots_answer` returning `None`, whatever came back, then the host's future resolved |
 //! | the URL's queue item | `Queue::put_nowait` | one `Queue::task_done`: in `work` after the fetch, or at the end of `Crawler::wait_for_turn` |
 //! | the worker | `Crawler::crawl` | only its cancellation: `Crawler::fetch` records every failure and returns `Ok` |
-//!
-//! Every end of a fetch — a response, each error, a deadline that drops the
-//! attempt, a retry, a stale connection resent — passes through these, so
-//! nothing is left behind: one place lost per refused connect, or a worker
-//! ended by one failure, and the crawl would stall with URLs still queued.
-//! Since lesson 3: the budget was a count (`started`) taken back by hand;
-//! now a place is a value (a `Permit`, then the `Connection` holding it),
-//! the workers outlive every error, and `task_done` ends every item.
+//! <!-- /how -->
 
 pub mod connection_pool;
 pub mod crawler;

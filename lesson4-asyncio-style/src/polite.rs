@@ -9,7 +9,10 @@
 //!   carries up;
 //! - a lesson 4 future hands its result to the first `.await` only (it
 //!   moves out), so the tasks waiting for a host cannot all await its one
-//!   future: each hangs a future of its own on it, with a done callback.
+//!   future.
+//! <!-- how -->
+//! Each hangs a future of its own on it, with a done callback.
+//! <!-- /how -->
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -5,8 +5,10 @@
 //! lesson 1's thread pool again — `put`, `get`, `task_done`, `join` — with
 //! futures where lesson 1 had a `Condvar`:
 //!
+//! <!-- how -->
 //! - `get().await` on an empty queue parks the caller on a *getter* future;
 //!   `put_nowait` resolves the oldest getter, which wakes that worker.
+//! <!-- /how -->
 //! - every `put_nowait` adds one to the count of **unfinished tasks**, every
 //!   `task_done` takes one away; `join().await` waits until the count is
 //!   zero. An item is unfinished from when it is put until the worker that

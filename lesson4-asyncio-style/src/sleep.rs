@@ -6,12 +6,14 @@
 //! wakes the task.
 //!
 //! Lesson 3's `sleep` did just that. This one takes two steps out, to save
-//! memory. The timer wakes the task itself: its callback
-//! *is* the task's waker (the loop's `wake_at`). And the sleep, polled
-//! again, compares the loop's clock with its deadline. The crawler keeps a
-//! deadline running for every fetch in flight — ten thousand of them in the
-//! memory benchmark — and a future, a handle and a boxed callback per
-//! deadline would be three more allocations each.
+//! memory. The crawler keeps a deadline running for every fetch in flight —
+//! ten thousand of them in the memory benchmark — and a future, a handle and
+//! a boxed callback per deadline would be three more allocations each.
+//! <!-- how -->
+//! The timer wakes the task itself: its callback *is* the task's waker (the
+//! loop's `wake_at`). And the sleep, polled again, compares the loop's clock
+//! with its deadline.
+//! <!-- /how -->
 //!
 //! The timer is cancelled if the sleep is abandoned (the task was cancelled,
 //! or a `wait_for` around it finished first), so the loop is not left

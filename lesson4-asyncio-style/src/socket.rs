@@ -5,11 +5,14 @@
 //! is *tried first*, and the coroutine waits only when the system says
 //! `WouldBlock`. What changed is how it waits, and what `read` returns.
 //! Lesson 3 waited the tutorial's way, on a fresh future resolved by a
-//! reader callback. Here the coroutine installs its task's waker as the
-//! socket's reader or writer ([`Socket::wait`]), and removes it when the
-//! wait ends — also when it ends early, because the task was cancelled or a
-//! deadline dropped the coroutine. And lesson 3's `read` returned a fresh
-//! `Vec` per chunk.
+//! reader callback.
+//! <!-- how -->
+//! Here the coroutine installs its task's waker as the socket's reader or
+//! writer ([`Socket::wait`]), and removes it when the wait ends — also when
+//! it ends early, because the task was cancelled or a deadline dropped the
+//! coroutine.
+//! <!-- /how -->
+//! And lesson 3's `read` returned a fresh `Vec` per chunk.
 //!
 //! A socket is registered with the loop once, for its whole life
 //! (`EventLoop::register`), and deregistered when dropped: waiting costs no

@@ -16,13 +16,16 @@
 //! the `await` where it is suspended, so the coroutine can clean up (a
 //! `finally`, an `except CancelledError`). A Rust coroutine cannot have an
 //! error thrown into it from outside, but it can be handed one by what it
-//! awaits. So `cancel()` marks the task and schedules a step; during that
-//! step the mark is visible to every future the runtime provides ([`Future`]
-//! and so the queue; sleeps; socket waits), and the first one polled
-//! returns `Err(Cancelled)` instead of waiting. The coroutine sees the error
-//! come out of its `.await`, exactly where Python would raise it; `?` carries
-//! it up, running destructors (Rust's `finally`) on the way, and the task
-//! ends cancelled.
+//! awaits.
+//! <!-- how -->
+//! So `cancel()` marks the task and schedules a step; during that step the
+//! mark is visible to every future the runtime provides ([`Future`] and so
+//! the queue; sleeps; socket waits), and the first one polled returns
+//! `Err(Cancelled)` instead of waiting.
+//! <!-- /how -->
+//! The coroutine sees the error come out of its `.await`, exactly where
+//! Python would raise it; `?` carries it up, running destructors (Rust's
+//! `finally`) on the way, and the task ends cancelled.
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::pin::Pin;

@@ -101,8 +101,8 @@ pub const HOW_OPEN: &str = "//! <!-- how -->";
 pub const HOW_CLOSE: &str = "//! <!-- /how -->";
 
 /// What stands in a learner's copy where such a passage was.
-const HOW_CUT: &str = "//! (How the lesson does this is in the chapter, folded under \"How the \
-                       lesson does it\": open it once your own attempt passes.)\n";
+const HOW_CUT: &str = "//! (How the lesson does this is in the chapter, folded under\n\
+                       //! \"How the lesson does it\": open it once your own attempt passes.)\n";
 
 /// `text` with every passage between [`HOW_OPEN`] and [`HOW_CLOSE`]
 /// replaced by [`HOW_CUT`]. An unclosed passage runs to the end of the
