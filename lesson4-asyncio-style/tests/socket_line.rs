@@ -79,7 +79,11 @@ fn what_frees_up_goes_to_the_oldest_waiter() {
         assert!(!second.done(), "the second waiter still waits");
         assert_eq!(line.waiting(), 1, "one fetch left waiting");
         assert_eq!(line.hand_over(8), None, "the second waiter's turn");
-        assert_eq!(resolved_with(&second), Some(8));
+        assert_eq!(
+            resolved_with(&second),
+            Some(8),
+            "the second waiter is resolved with what freed up next"
+        );
         assert_eq!(
             line.hand_over(9),
             Some(9),
