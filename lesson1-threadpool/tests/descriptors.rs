@@ -67,12 +67,15 @@ fn no_descriptor_and_nothing_in_flight_is_a_connect_error() {
         );
         return;
     }
-    shared::behaviour::rerun_test_under_limit(
+    // One URL, answered at once: done in well under a second, so a child
+    // still running after 20 s waits for a descriptor no fetch will free.
+    shared::behaviour::rerun_test_under_limit_within(
         "no_descriptor_and_nothing_in_flight_is_a_connect_error",
         NO_FD_CHILD,
         64,
         "a one-thread crawl with no descriptor left, where `Crawler::get` must return a \
          `connect` error, `too many open files`, instead of waiting for a descriptor no \
          fetch will free",
+        std::time::Duration::from_secs(20),
     );
 }

@@ -1086,6 +1086,19 @@ pub fn command_under_limit(
 /// the child printed (its harness prints a failure's message on stdout),
 /// when the child fails or runs past [`CASE_DEADLINE`].
 pub fn rerun_test_under_limit(test: &str, child_variable: &str, fd_limit: usize, what: &str) {
+    rerun_test_under_limit_within(test, child_variable, fd_limit, what, CASE_DEADLINE);
+}
+
+/// [`rerun_test_under_limit`] for a child that must be done well within
+/// `deadline`: a test whose child does one fetch, not a crawl, need not
+/// wait a whole crawl's deadline to say that it hangs.
+pub fn rerun_test_under_limit_within(
+    test: &str,
+    child_variable: &str,
+    fd_limit: usize,
+    what: &str,
+    deadline: Duration,
+) {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => panic!("the test binary's path: {e}"),
@@ -1095,7 +1108,7 @@ pub fn rerun_test_under_limit(test: &str, child_variable: &str, fd_limit: usize,
         .args(["--exact", test, "--test-threads", "1"])
         .env(child_variable, "1");
     let what = format!("{what} (this test, rerun under ulimit -n {fd_limit})");
-    let run = run_within_deadline(command, &what);
+    let run = run_within(command, &what, deadline);
     assert_eq!(
         run.code,
         Some(0),
@@ -1123,7 +1136,12 @@ pub fn run_program(program: &str, args: &[&str], fd_limit: Option<usize>) -> Pro
 /// process is killed and the test fails naming `what` and showing what it
 /// printed, so a crawl that never ends (a depth that never grows, say) is
 /// a red test with a message, not a hung one.
-pub fn run_within_deadline(mut command: std::process::Command, what: &str) -> ProgramRun {
+pub fn run_within_deadline(command: std::process::Command, what: &str) -> ProgramRun {
+    run_within(command, what, CASE_DEADLINE)
+}
+
+/// [`run_within_deadline`] with a deadline of the caller's.
+fn run_within(mut command: std::process::Command, what: &str, deadline: Duration) -> ProgramRun {
     use std::io::Read;
     use std::process::Stdio;
     let mut child = command
@@ -1160,11 +1178,11 @@ pub fn run_within_deadline(mut command: std::process::Command, what: &str) -> Pr
         if let Some(status) = child.try_wait().expect("wait for the program") {
             break status;
         }
-        if started.elapsed() > CASE_DEADLINE {
+        if started.elapsed() > deadline {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "{what} did not finish within {CASE_DEADLINE:?}; it printed:\n{}{}",
+                "{what} did not finish within {deadline:?}; it printed:\n{}{}",
                 printed(&stdout.join().unwrap_or_default()),
                 printed(&stderr.join().unwrap_or_default())
             );
