@@ -414,7 +414,7 @@ mod tests {
     fn a_visible_sentence_that_says_how_a_blanked_function_works_is_found() {
         let text = "# L\n\nA thread calls `get` to wait for work. `get` must return once an \
                     item is there.\n\n`Queue::get` then waits on the `Condvar` while the \
-                    list is empty.\n\n`TaskDone` marks the item done.\n\n`get`'s loop is \
+                    list is empty. asyncio's `get` waits too.\n\n`TaskDone` marks the item done.\n\n`get`'s loop is \
                     subtle.\n";
         let found = tellings(text, &functions(), &[]);
         let said: Vec<(&str, &str)> = found
