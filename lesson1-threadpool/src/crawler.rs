@@ -36,7 +36,6 @@
 //! host's slot under `--delay`, `--max-pages` — in [`crate::polite`].
 
 use std::collections::HashSet;
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use shared::http::{Limits, Response};
@@ -53,6 +52,7 @@ use url::Url;
 use crate::fetch::{self, Fetched};
 use crate::polite::Turns;
 use crate::queue::Queue;
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 // ANCHOR: crawler
 /// The crawl-wide state, shared by all the fetcher threads (behind an `Arc`).

@@ -65,8 +65,8 @@ pub mod fetch;
 pub mod polite;
 pub mod pool;
 pub mod queue;
+pub mod sync;
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -74,6 +74,7 @@ use shared::{Config, CrawlReport};
 
 use crate::crawler::Crawler;
 use crate::pool::ThreadPool;
+use crate::sync::Arc;
 
 /// The most threads a crawl may start: the command line refuses more (see
 /// [`shared::cli::MAX_THREADS`] for why), and `crawl` checks again for

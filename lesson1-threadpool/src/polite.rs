@@ -15,7 +15,6 @@
 //! no socket, but it is still one of `--threads` doing nothing: that is what
 //! waiting costs in this model.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use shared::http::Response;
@@ -23,6 +22,8 @@ use shared::links::Link;
 use shared::polite::{Gate, Politeness, RobotsFetch, Turn};
 use shared::{Config, FetchError};
 use url::Url;
+
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 // ANCHOR: turns
 /// The crawl's politeness, shared by the threads.

@@ -31,10 +31,10 @@
 
 use std::any::Any;
 use std::io;
-use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 
 use crate::queue::{Queue, ShutDown};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::Arc;
 
 // ANCHOR: pool
 /// `num_threads` threads taking items from one shared [`Queue`].

@@ -24,7 +24,8 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use crate::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 /// What `put` returns once the queue has been shut down (Python raises
 /// `queue.ShutDown`): the item was not queued.

@@ -43,7 +43,14 @@ pub enum Outcome {
     /// The mistake could not be made (its text is not in the file once) or
     /// the copy did not compile with it.
     Broken(String),
+    /// Caught, but a model test did not fail with its words on every run:
+    /// which run, and what it printed, shortened.
+    NotEveryRun(usize, String),
 }
+
+/// How many times a stage's model tests run with each mistake made: every
+/// run must fail with the mistake's words.
+pub const MODEL_RUNS: usize = 3;
 
 /// One lesson's mistakes and how each fared: (stage number, mistake,
 /// outcome).
@@ -78,7 +85,14 @@ pub fn verify_lesson(
     for (i, stage) in list.stages.iter().enumerate() {
         for mistake in stage.mistakes.iter().filter(|m| chosen(m)) {
             let started = std::time::Instant::now();
-            let outcome = make_and_test(&dir, stage, mistake, target_dir, limit)?;
+            let (outcome, model) = make_and_test(
+                &dir,
+                stage,
+                mistake,
+                list.model.as_deref(),
+                target_dir,
+                limit,
+            )?;
             // The time each took, for whoever keeps CI short: a mistake
             // that runs into a test's bound costs that bound.
             println!(
@@ -86,6 +100,9 @@ pub fn verify_lesson(
                 describe(i + 1, stage, mistake, &outcome),
                 started.elapsed().as_secs()
             );
+            if let Some(model) = model.filter(|_| matches!(outcome, Outcome::Caught(..))) {
+                println!("     and {model}");
+            }
             results.push((i + 1, mistake.clone(), outcome));
         }
     }
@@ -98,24 +115,102 @@ fn make_and_test(
     dir: &Path,
     stage: &Stage,
     mistake: &Mistake,
+    model: Option<&str>,
     target_dir: &Path,
     limit: Duration,
-) -> Result<Outcome> {
+) -> Result<(Outcome, Option<String>)> {
     let file = dir.join("src").join(&mistake.file);
     let original =
         std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
     let found = original.matches(mistake.find.as_str()).count();
     if found != 1 {
-        return Ok(Outcome::Broken(format!(
-            "its `find` text occurs {found} times in src/{}, not once",
-            mistake.file
-        )));
+        return Ok((
+            Outcome::Broken(format!(
+                "its `find` text occurs {found} times in src/{}, not once",
+                mistake.file
+            )),
+            None,
+        ));
     }
     std::fs::write(&file, original.replacen(&mistake.find, &mistake.replace, 1))
         .with_context(|| format!("write {}", file.display()))?;
-    let outcome = test_stage(dir, stage, mistake, target_dir, limit);
+    let outcome =
+        test_stage(dir, stage, mistake, target_dir, limit).and_then(|outcome| {
+            match model.filter(|_| matches!(outcome, Outcome::Caught(..))) {
+                Some(model) => model_runs(dir, stage, mistake, model, target_dir, limit, outcome),
+                None => Ok((outcome, None)),
+            }
+        });
     std::fs::write(&file, &original).with_context(|| format!("restore {}", file.display()))?;
     outcome
+}
+
+/// With `mistake` made and caught: runs the stage's selection of the model
+/// tests (target `model`) [`MODEL_RUNS`] times. Each run must fail, with
+/// the mistake's words in a failing test's message; a model test explores
+/// every interleaving, so one that fails only sometimes is a finding. What
+/// to print beside the outcome: which model test failed, in how many runs.
+fn model_runs(
+    dir: &Path,
+    stage: &Stage,
+    mistake: &Mistake,
+    model: &str,
+    target_dir: &Path,
+    limit: Duration,
+    caught: Outcome,
+) -> Result<(Outcome, Option<String>)> {
+    let selections: Vec<_> = stage
+        .selections()
+        .into_iter()
+        .filter(|s| s.target == model)
+        .collect();
+    if selections.is_empty() {
+        return Ok((caught, None));
+    }
+    let exes = match run::build_tests(dir, &[model.to_string()], Some(target_dir))? {
+        Ok(exes) => exes,
+        Err(errors) => {
+            return Ok((
+                Outcome::Broken(format!("it does not compile:\n{errors}")),
+                None,
+            ))
+        }
+    };
+    let exe = exes
+        .get(model)
+        .with_context(|| format!("no test binary for {model}"))?;
+    let mut failing = Vec::new();
+    for run in 1..=MODEL_RUNS {
+        let mut named = None;
+        let mut printed = String::new();
+        for selection in &selections {
+            let ran = run::run_selection(exe, dir, selection, limit, None)?;
+            printed.push_str(&ran.output);
+            named = named.or_else(|| {
+                ran.failed
+                    .iter()
+                    .find(|(_, message)| message.contains(mistake.shows.as_str()))
+                    .map(|(name, _)| format!("{model}::{name}"))
+            });
+        }
+        match named {
+            Some(test) => failing.push(test),
+            None => {
+                return Ok((
+                    Outcome::NotEveryRun(run, printed.chars().take(1500).collect()),
+                    None,
+                ))
+            }
+        }
+    }
+    failing.dedup();
+    Ok((
+        caught,
+        Some(format!(
+            "a model test fails with its words in {MODEL_RUNS} of {MODEL_RUNS} runs: {}",
+            failing.join(", ")
+        )),
+    ))
 }
 
 /// Builds and runs `stage`'s tests in `dir`, as the mistake left it.
@@ -203,6 +298,10 @@ pub fn describe(
             mistake.shows
         ),
         Outcome::Broken(why) => format!("BROKEN: {what}: {why}"),
+        Outcome::NotEveryRun(run, printed) => format!(
+            "NOT EVERY RUN: {what}: on run {run} of {MODEL_RUNS}, no model test failed with {:?}; it printed:\n{printed}",
+            mistake.shows
+        ),
     }
 }
 

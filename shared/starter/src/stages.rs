@@ -37,6 +37,12 @@ pub struct StageList {
     /// The stages, first to last; the last is the whole lesson.
     #[serde(rename = "stage")]
     pub stages: Vec<Stage>,
+    /// The test target whose tests are model tests (lesson 1's `model`):
+    /// each runs every interleaving a model checker explores, so a mistake
+    /// a stage lists must fail one of them on every run, not now and then.
+    /// `verify --mistakes` runs a stage's selection of it three times.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The chapter (`lessonN.md`), filled in from [`LESSONS`].
     #[serde(skip)]
     pub chapter: String,
@@ -633,6 +639,7 @@ mod tests {
         let list = StageList {
             lesson: "lesson3-generators".into(),
             stages: Vec::new(),
+            model: None,
             chapter: "lesson3.md".into(),
             title: "Lesson 3".into(),
             root: PathBuf::from("/course"),
