@@ -121,6 +121,7 @@ fn queue_every_join_wakes_when_the_last_task_is_done() {
     );
 }
 
+// ANCHOR: each_get
 /// Two threads each `get` one of two items: each gets one, whichever order
 /// the `put`s, the wakeups and the other `get` come in.
 #[test]
@@ -155,6 +156,7 @@ fn queue_each_get_gets_an_item() {
         },
     );
 }
+// ANCHOR_END: each_get
 
 /// `shutdown(false)` wakes every `get`, which drain the item still queued
 /// and then return `None`; none is lost or taken twice.

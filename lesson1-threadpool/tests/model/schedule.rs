@@ -123,6 +123,11 @@ where
     }));
     QUIET.with(|quiet| quiet.set(false));
     let Err(payload) = outcome else {
+        // Seen with `--nocapture`: how much the test explored.
+        println!(
+            "{} interleavings tried, none broke the rule",
+            EXECUTIONS.with(Cell::get)
+        );
         return;
     };
     let message = payload
@@ -164,8 +169,9 @@ fn quiet_inside_models() {
 /// have gone on. Every bug in the lesson's catalogue needs at most two.
 pub const PREEMPTIONS: usize = 3;
 
-/// The interleaving: one row per step, in the order the steps ran, each
-/// thread in a column of its own; then where each thread stopped.
+/// The interleaving, one turn per row: a turn is the steps one thread made
+/// before another ran, in the order they ran. Then where each thread was
+/// at the end.
 fn schedule(steps: &[(String, String)], tried: usize) -> String {
     let mut threads: Vec<&str> = Vec::new();
     for (thread, _) in steps {
@@ -174,28 +180,59 @@ fn schedule(steps: &[(String, String)], tried: usize) -> String {
         }
     }
     let width = threads.iter().map(|t| t.len()).max().unwrap_or(4);
+    let mut turns: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (thread, what) in steps {
+        match turns.last_mut() {
+            Some((last, whats)) if last == thread => whats.push(what),
+            _ => turns.push((thread, vec![what])),
+        }
+    }
     let mut out = format!(
-        "the interleaving that broke it (the {tried}{} loom tried), step by step:\n",
+        "the interleaving that broke it (the {tried}{} loom tried), one thread's turn at a time:\n",
         ordinal(tried)
     );
-    for (i, (thread, what)) in steps.iter().enumerate() {
-        let column = threads.iter().position(|t| t == thread).unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "  {:>3}  {thread:<width$}  {:indent$}{what}",
-            i + 1,
-            "",
-            indent = column * 2
-        );
+    let hang = width + 8;
+    for (i, (thread, whats)) in turns.iter().enumerate() {
+        let lead = format!("  {:>3}  {thread:<width$}  ", i + 1);
+        out.push_str(&wrap(&lead, &whats.join("; "), hang));
     }
     out.push_str("where each thread was at the end:\n");
     for thread in &threads {
         if let Some((_, last)) = steps.iter().rev().find(|(t, _)| t == thread) {
-            let _ = writeln!(out, "  {thread:<width$}  {last}");
+            let lead = format!("  {thread:<width$}  ");
+            out.push_str(&wrap(&lead, last, width + 4));
         }
     }
     out
 }
+
+/// `text` after `lead`, in lines of at most [`WIDTH`] characters, the
+/// lines after the first indented by `hang`.
+fn wrap(lead: &str, text: &str, hang: usize) -> String {
+    let mut out = String::new();
+    let mut line = lead.to_string();
+    let mut empty = true;
+    for word in text.split(' ') {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = " ".repeat(hang);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// The widest line of a schedule: a terminal's, less `starter check`'s
+/// indent.
+const WIDTH: usize = 92;
 
 fn ordinal(n: usize) -> &'static str {
     match (n % 10, n % 100) {

@@ -1155,6 +1155,27 @@ fn break_page(
         return Ok(None);
     }
     let (_, _, bin) = stages::find_lesson(&list.lesson).unwrap_or(LESSONS[0]);
+    if let Some(page) = starter::mistakes::interleaving_page(list, bin, results)? {
+        let path = starter::mistakes::interleaving_page_path(root, bin);
+        if write {
+            std::fs::write(&path, &page).with_context(|| format!("write {}", path.display()))?;
+            println!("wrote {}", path.display());
+        } else {
+            // The interleaving `loom` finds first is the same on every
+            // run: the page must match word for word, numbers aside (line
+            // numbers move when the code does).
+            let old = std::fs::read_to_string(&path).unwrap_or_default();
+            let words = |text: &str| text.replace(|c: char| c.is_ascii_digit(), "");
+            if words(&old) != words(&page) {
+                return Ok(Some(format!(
+                    "{}: {} does not match this run of its mistake: run `cargo run -p starter \
+                     -- verify {bin} --mistakes --write-pages`",
+                    list.lesson,
+                    path.display()
+                )));
+            }
+        }
+    }
     let page = starter::mistakes::break_page(list, bin, results);
     let path = break_page_path(root, bin);
     if write {

@@ -43,6 +43,10 @@ pub struct StageList {
     /// `verify --mistakes` runs a stage's selection of it three times.
     #[serde(default)]
     pub model: Option<String>,
+    /// The mistake whose model-test failure the chapter shows whole
+    /// ("Every interleaving"): its name.
+    #[serde(default)]
+    pub model_example: Option<String>,
     /// The chapter (`lessonN.md`), filled in from [`LESSONS`].
     #[serde(skip)]
     pub chapter: String,
@@ -640,6 +644,7 @@ mod tests {
             lesson: "lesson3-generators".into(),
             stages: Vec::new(),
             model: None,
+            model_example: None,
             chapter: "lesson3.md".into(),
             title: "Lesson 3".into(),
             root: PathBuf::from("/course"),
