@@ -813,6 +813,12 @@ fn check_book(root: &Path) -> Result<Outcome> {
         None => checker.problem(&summary, 0, "missing: mdBook needs it".to_string()),
     }
 
+    // A chapter's "Every interleaving" shows a model test's failure from a
+    // real run (written by `starter verify --mistakes --write-pages`).
+    for (page, line, message) in interleaving_problems(&texts, &generated) {
+        checker.problem(&page, line, message);
+    }
+
     // Building mode: exactly the listings that show code a starter blanks
     // are wrapped, to be folded.
     for (file, line, message) in building_mode::check(&root) {
@@ -831,6 +837,71 @@ fn check_book(root: &Path) -> Result<Outcome> {
     let mut outcome = checker.outcome;
     outcome.problems.sort();
     Ok(outcome)
+}
+
+/// Each generated `break/*-interleaving.md` page: a model test failing,
+/// with the interleaving that broke it, included by the section "Every
+/// interleaving" of a chapter; and each thread that section names in a
+/// code span (`getter-1`) is a thread of that interleaving, so that the
+/// prose reads the run the page shows.
+fn interleaving_problems(
+    texts: &[(&PathBuf, String)],
+    generated: &Path,
+) -> Vec<(PathBuf, usize, String)> {
+    let mut problems = Vec::new();
+    let thread_name = Regex::new(r"`([a-z]+-[0-9]+)`").expect("a valid pattern");
+    for (page, text) in texts {
+        let Ok(rel) = page.strip_prefix(generated.join("break")) else {
+            continue;
+        };
+        let name = rel.to_string_lossy().to_string();
+        if !name.ends_with("-interleaving.md") {
+            continue;
+        }
+        if !text.contains("is red: model::") || !text.contains("the interleaving that broke it") {
+            problems.push((
+                (*page).clone(),
+                0,
+                "shows no model test failing with its interleaving: run `cargo run -p starter -- \
+                 verify --mistakes --write-pages`"
+                    .to_string(),
+            ));
+        }
+        let include = format!("{{{{#include generated/break/{name}}}}}");
+        let mut included = false;
+        for (chapter, chapter_text) in texts {
+            let Some(at) = chapter_text.find(&include) else {
+                continue;
+            };
+            included = true;
+            let section_start = chapter_text[..at].rfind("\n## ").map_or(0, |i| i + 1);
+            let heading = chapter_text[section_start..].lines().next().unwrap_or("");
+            if heading != "## Every interleaving" {
+                problems.push((
+                    (*chapter).clone(),
+                    chapter_text[..at].lines().count() + 1,
+                    format!("{name} is included under {heading:?}, not \"## Every interleaving\""),
+                ));
+            }
+            let section_end = chapter_text[at..]
+                .find("\n## ")
+                .map_or(chapter_text.len(), |i| at + i);
+            for found in thread_name.captures_iter(&chapter_text[section_start..section_end]) {
+                let thread = &found[1];
+                if !text.contains(&format!("  {thread} ")) {
+                    problems.push((
+                        (*chapter).clone(),
+                        0,
+                        format!("\"Every interleaving\" names `{thread}`, a thread {name} does not show"),
+                    ));
+                }
+            }
+        }
+        if !included {
+            problems.push(((*page).clone(), 0, "no chapter includes it".to_string()));
+        }
+    }
+    problems
 }
 
 /// Check the course book: every include, anchor, link and fragment, every
@@ -974,6 +1045,39 @@ mod tests {
         // Links: the fragment link, the image, two links in lesson 1, the
         // two chapters in SUMMARY.md (the draft is not counted).
         assert_eq!(outcome.links, 6);
+    }
+
+    #[test]
+    fn every_interleaving_shows_a_model_failure_and_names_only_its_threads() {
+        let dir = sound_book("interleaving");
+        let page = "```text\nstage 2 (queue) is red: model::queue_each_get_gets_an_item\n    \
+                    the interleaving that broke it (the 4th loom tried):\n      1  getter-1  get()\n```\n";
+        dir.write("docs/src/generated/break/lesson1-interleaving.md", page);
+        let chapter = |threads: &str| {
+            format!(
+                "# Lesson 1\n\n## Every interleaving\n\nSee {threads}.\n\n\
+                 {{{{#include generated/break/lesson1-interleaving.md}}}}\n\n## Next\n\n`other-9`\n"
+            )
+        };
+        dir.write("docs/src/lesson1.md", &chapter("`getter-1`"));
+        assert_eq!(problems(&dir), Vec::<String>::new());
+        // A thread the run does not have (the section's only: `other-9` is
+        // in the next section).
+        dir.write("docs/src/lesson1.md", &chapter("`getter-2`"));
+        assert_one(&dir, &["names `getter-2`, a thread"]);
+        // Under another heading.
+        dir.write(
+            "docs/src/lesson1.md",
+            &chapter("`getter-1`").replace("## Every interleaving", "## Elsewhere"),
+        );
+        assert_one(&dir, &["included under \"## Elsewhere\""]);
+        // A page without a model test's failure.
+        dir.write(
+            "docs/src/generated/break/lesson1-interleaving.md",
+            &page.replace("model::", "queue::"),
+        );
+        dir.write("docs/src/lesson1.md", &chapter("`getter-1`"));
+        assert_one(&dir, &["shows no model test failing"]);
     }
 
     #[test]
