@@ -35,7 +35,9 @@
 //! | `queue.rs` | `Queue`: `put`, blocking `get`, `task_done`, `join`, `shutdown` from `Mutex` + `Condvar` |
 //! | `pool.rs` | `ThreadPool`: `n` threads looping over the queue; ending them; surviving a panic |
 //! | `polite.rs` | waiting for a URL's turn (robots.txt, `--delay`, `--max-pages`): a sleep, and a `Condvar` for another thread's robots.txt |
+//! | `sync.rs` | where `Mutex`, `Condvar`, `Arc` and threads come from: `std`, or `loom` in `tests/model.rs` |
 //! | `examples/thread_cost.rs` | measuring what an idle thread costs in memory |
+//! | `examples/std_threads.rs` | the same crawl on `std::thread::scope`, with no pool |
 //!
 //! ## What a fetch takes, and where it gives it back
 //!

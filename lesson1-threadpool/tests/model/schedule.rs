@@ -3,7 +3,7 @@
 //! and that interleaving, readable.
 
 use std::cell::{Cell, RefCell};
-use std::fmt::{Debug, Write};
+use std::fmt::Debug;
 use std::panic::{self, AssertUnwindSafe, Location};
 
 /// The lesson's files, to name a lock by its field and a step by its
@@ -191,7 +191,7 @@ fn schedule(steps: &[(String, String)], tried: usize) -> String {
         "the interleaving that broke it (the {tried}{} loom tried), one thread's turn at a time:\n",
         ordinal(tried)
     );
-    let hang = width + 8;
+    let hang = width + 9;
     for (i, (thread, whats)) in turns.iter().enumerate() {
         let lead = format!("  {:>3}  {thread:<width$}  ", i + 1);
         out.push_str(&wrap(&lead, &whats.join("; "), hang));
