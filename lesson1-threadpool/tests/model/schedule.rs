@@ -145,7 +145,9 @@ where
     let steps = STEPS.with(|steps| steps.borrow().clone());
     let tried = EXECUTIONS.with(Cell::get);
     panic!(
-        "{rule}\n\nwhat went wrong: {what}\n\n{}",
+        "{}\n{}\n{}",
+        wrap("", rule, 0),
+        wrap("what went wrong: ", &what, 0),
         schedule(&steps, tried)
     );
 }
@@ -207,32 +209,41 @@ fn schedule(steps: &[(String, String)], tried: usize) -> String {
 }
 
 /// `text` after `lead`, in lines of at most [`WIDTH`] characters, the
-/// lines after the first indented by `hang`.
+/// lines after the first indented by `hang`; a line break in `text` is
+/// kept (an `assert_eq!`'s `left:` and `right:`).
 fn wrap(lead: &str, text: &str, hang: usize) -> String {
     let mut out = String::new();
     let mut line = lead.to_string();
     let mut empty = true;
-    for word in text.split(' ') {
-        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+    for (i, paragraph) in text.split('\n').enumerate() {
+        if i > 0 {
             out.push_str(line.trim_end());
             out.push('\n');
             line = " ".repeat(hang);
             empty = true;
         }
-        if !empty {
-            line.push(' ');
+        for word in paragraph.split(' ').filter(|w| !w.is_empty()) {
+            if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = " ".repeat(hang);
+                empty = true;
+            }
+            if !empty {
+                line.push(' ');
+            }
+            line.push_str(word);
+            empty = false;
         }
-        line.push_str(word);
-        empty = false;
     }
     out.push_str(line.trim_end());
     out.push('\n');
     out
 }
 
-/// The widest line of a schedule: a terminal's, less `starter check`'s
-/// indent.
-const WIDTH: usize = 92;
+/// The widest line of a failure: 80 columns, and `starter check` indents
+/// it by four.
+const WIDTH: usize = 80;
 
 fn ordinal(n: usize) -> &'static str {
     match (n % 10, n % 100) {
