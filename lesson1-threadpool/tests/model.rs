@@ -201,19 +201,19 @@ fn queue_shutdown_wakes_every_get_and_drains_the_queue() {
     );
 }
 
-/// `shutdown(true)` drops the queued items, which count as done: `join`
-/// waits only for the item a thread took.
+/// `shutdown(true)` drops the queued items, which count as done, and wakes
+/// a `get` asleep on the empty queue: `join` waits only for the item a
+/// thread took.
 #[test]
 fn queue_immediate_shutdown_leaves_join_only_the_items_taken() {
     schedule::check(
         "`shutdown(true)` must throw the queued items away and count them \
-         done, waking `join` when no task is left; `join` still waits for an \
-         item a thread has taken",
+         done, waking `join` when no task is left and every sleeping `get`; \
+         `join` still waits for an item a thread has taken",
         || {
             let queue = Arc::new(Queue::new());
-            for i in 1..=3 {
-                queue.put(i).expect("`put` on an open queue is `Ok`");
-            }
+            // Started on an empty queue: it may be asleep in `get` when the
+            // items come, or when the shutdown does.
             let worker = {
                 let queue = Arc::clone(&queue);
                 thread::Builder::new()
@@ -225,6 +225,10 @@ fn queue_immediate_shutdown_leaves_join_only_the_items_taken() {
                     })
                     .expect("loom starts a thread")
             };
+            for i in 1..=2 {
+                call(&format!("put({i})"), || queue.put(i))
+                    .expect("`put` on an open queue is `Ok`");
+            }
             call("shutdown(true)", || queue.shutdown(true));
             call("join()", || queue.join());
             assert_eq!(queue.qsize(), 0, "no item may be left queued");
