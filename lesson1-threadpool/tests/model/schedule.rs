@@ -144,10 +144,10 @@ where
     };
     let steps = STEPS.with(|steps| steps.borrow().clone());
     let tried = EXECUTIONS.with(Cell::get);
+    // The rule and what went wrong stay one line each, unwrapped: they hold
+    // the words `starter check` looks for to name a mistake.
     panic!(
-        "{}\n{}\n{}",
-        wrap("", rule, 0),
-        wrap("what went wrong: ", &what, 0),
+        "{rule}\n\nwhat went wrong: {what}\n\n{}",
         schedule(&steps, tried)
     );
 }
@@ -210,7 +210,7 @@ fn schedule(steps: &[(String, String)], tried: usize) -> String {
 
 /// `text` after `lead`, in lines of at most [`WIDTH`] characters, the
 /// lines after the first indented by `hang`; a line break in `text` is
-/// kept (an `assert_eq!`'s `left:` and `right:`).
+/// kept.
 fn wrap(lead: &str, text: &str, hang: usize) -> String {
     let mut out = String::new();
     let mut line = lead.to_string();
@@ -241,8 +241,8 @@ fn wrap(lead: &str, text: &str, hang: usize) -> String {
     out
 }
 
-/// The widest line of a failure: 80 columns, and `starter check` indents
-/// it by four.
+/// The widest line of an interleaving: 80 columns, and `starter check`
+/// indents it by four.
 const WIDTH: usize = 80;
 
 fn ordinal(n: usize) -> &'static str {
