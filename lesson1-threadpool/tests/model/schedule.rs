@@ -142,6 +142,12 @@ where
     } else {
         message
     };
+    if what.contains("not yet implemented") {
+        // A function not written yet: no rule is broken yet (and naming one
+        // would make `starter check` take this for a classic mistake), and
+        // there is no interleaving to show.
+        panic!("{what}");
+    }
     let steps = STEPS.with(|steps| steps.borrow().clone());
     let tried = EXECUTIONS.with(Cell::get);
     // The rule and what went wrong stay one line each, unwrapped: they hold

@@ -1,6 +1,11 @@
 //! The model tests' `sync`: the lesson's `crate::sync`, with `loom`'s types
 //! in place of `std`'s, each step recorded for the schedule a failure shows.
 //!
+//! It has what `std`'s `Mutex`, `Condvar` and threads offer that a lesson's
+//! queue, pool or seen-set may use: `lock`, `try_lock`, `wait`,
+//! `wait_while`, `wait_timeout` (which never times out here: `loom` does not
+//! model time), `notify_one`, `notify_all`, `Builder`, `spawn`, `join`.
+//!
 //! `queue.rs`, `pool.rs` and `crawler.rs` are compiled into this test with
 //! this module as their `crate::sync`. Every `lock`, `wait` and `notify`
 //! goes to `loom`, which decides which thread runs at each of them, and is
@@ -9,7 +14,8 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
-use std::sync::LockResult;
+use std::sync::{LockResult, TryLockError, TryLockResult};
+use std::time::Duration;
 
 // `std`'s `Arc`, not `loom`'s: when `loom` finds a deadlock it unwinds
 // every thread's stack, and a `loom::sync::Arc` dropped then aborts the test
@@ -41,6 +47,37 @@ impl<T> Mutex<T> {
             inner: Some(inner),
             name: &self.name,
         })
+    }
+
+    pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+        match self.inner.try_lock() {
+            Ok(inner) => {
+                schedule::step(format!("locks `{}`", self.name));
+                Ok(MutexGuard {
+                    inner: Some(inner),
+                    name: &self.name,
+                })
+            }
+            Err(_) => {
+                schedule::step(format!("finds `{}` locked", self.name));
+                Err(TryLockError::WouldBlock)
+            }
+        }
+    }
+
+    pub fn get_mut(&mut self) -> LockResult<&mut T> {
+        self.inner.get_mut()
+    }
+
+    pub fn into_inner(self) -> LockResult<T> {
+        self.inner.into_inner()
+    }
+}
+
+impl<T: Default> Default for Mutex<T> {
+    #[track_caller]
+    fn default() -> Mutex<T> {
+        Mutex::new(T::default())
     }
 }
 
@@ -98,8 +135,12 @@ impl Condvar {
     }
 
     #[track_caller]
-    pub fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
-        let at = schedule::place(Location::caller());
+    pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
+        Ok(self.wait_at(guard, Location::caller()))
+    }
+
+    fn wait_at<'a, T>(&self, mut guard: MutexGuard<'a, T>, at: &Location<'_>) -> MutexGuard<'a, T> {
+        let at = schedule::place(at);
         let lock = guard.name;
         schedule::step(format!(
             "sleeps on `{}` and unlocks `{lock}` ({at})",
@@ -112,7 +153,56 @@ impl Condvar {
             .unwrap_or_else(PoisonError::into_inner);
         schedule::step(format!("wakes on `{}`, locks `{lock}`", self.name));
         guard.inner = Some(inner);
+        guard
+    }
+
+    #[track_caller]
+    pub fn wait_while<'a, T, F>(
+        &self,
+        mut guard: MutexGuard<'a, T>,
+        mut condition: F,
+    ) -> LockResult<MutexGuard<'a, T>>
+    where
+        F: FnMut(&mut T) -> bool,
+    {
+        let at = Location::caller();
+        while condition(&mut *guard) {
+            guard = self.wait_at(guard, at);
+        }
         Ok(guard)
+    }
+
+    /// `loom` does not model time: the wait ends on a notify, never on the
+    /// timeout. Code that relies on a timeout to go on fails here as a
+    /// deadlock.
+    #[track_caller]
+    pub fn wait_timeout<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        _timeout: Duration,
+    ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)> {
+        let guard = self.wait_at(guard, Location::caller());
+        Ok((guard, WaitTimeoutResult(false)))
+    }
+
+    /// As [`Condvar::wait_timeout`]: never times out.
+    #[track_caller]
+    pub fn wait_timeout_while<'a, T, F>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        _timeout: Duration,
+        condition: F,
+    ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)>
+    where
+        F: FnMut(&mut T) -> bool,
+    {
+        let mut guard = guard;
+        let mut condition = condition;
+        let at = Location::caller();
+        while condition(&mut *guard) {
+            guard = self.wait_at(guard, at);
+        }
+        Ok((guard, WaitTimeoutResult(false)))
     }
 
     #[track_caller]
@@ -127,6 +217,24 @@ impl Condvar {
         let at = schedule::place(Location::caller());
         schedule::step(format!("`notify_all` on `{}` ({at})", self.name));
         self.inner.notify_all();
+    }
+}
+
+impl Default for Condvar {
+    #[track_caller]
+    fn default() -> Condvar {
+        Condvar::new()
+    }
+}
+
+/// What `wait_timeout` gives: never a timeout here (see
+/// [`Condvar::wait_timeout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitTimeoutResult(bool);
+
+impl WaitTimeoutResult {
+    pub fn timed_out(&self) -> bool {
+        self.0
     }
 }
 
@@ -145,7 +253,19 @@ pub mod thread {
 
     use crate::schedule;
 
+    pub use loom::thread::yield_now;
     pub use std::thread::panicking;
+
+    /// `std::thread::spawn`: [`Builder::spawn`] with no name.
+    pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        Builder::new()
+            .spawn(f)
+            .expect("loom starts every thread it is asked to")
+    }
 
     pub struct Builder {
         name: Option<String>,

@@ -725,7 +725,9 @@ fn details(list: &StageList, checked: &Checked) -> String {
         {
             let stage = &list.stages[i];
             let _ = writeln!(out, "\nstage {} ({}) is red: {test}", i + 1, stage.name);
-            let _ = writeln!(out, "{}", indent(&shorten(message, 25)));
+            // 40 lines: a model test's failure, with the interleaving that
+            // broke it, fits whole.
+            let _ = writeln!(out, "{}", indent(&shorten(message, 40)));
             if let Some(mistake) = mistake {
                 let _ = writeln!(
                     out,
@@ -785,10 +787,11 @@ fn shorten(text: &str, lines: usize) -> String {
     if all.len() <= lines {
         return text.to_string();
     }
+    let more = all.len() - lines;
     format!(
-        "{}\n[... {} more lines]",
+        "{}\n[... {more} more line{}]",
         all[..lines].join("\n"),
-        all.len() - lines
+        if more == 1 { "" } else { "s" }
     )
 }
 

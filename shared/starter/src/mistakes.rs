@@ -482,9 +482,10 @@ fn shown_failure(number: usize, stage: &Stage, test: &str, message: &str) -> Str
         .map(|l| format!("    {l}"))
         .collect();
     if lines.len() > SHOWN_LINES {
+        let more = lines.len() - SHOWN_LINES;
         body.push(format!(
-            "    [... {} more lines]",
-            lines.len() - SHOWN_LINES
+            "    [... {more} more line{}]",
+            if more == 1 { "" } else { "s" }
         ));
     }
     format!(
