@@ -174,7 +174,8 @@ fn quiet_inside_models() {
 }
 
 /// How many times `loom` may switch threads where the running one could
-/// have gone on. Every bug in the lesson's catalogue needs at most two.
+/// have gone on. Every mistake the lesson's stages list for the queue, the
+/// pool and the seen-set is found within it (`starter verify --mistakes`).
 pub const PREEMPTIONS: usize = 3;
 
 /// The interleaving, one turn per row: a turn is the steps one thread made
