@@ -143,6 +143,11 @@ pub fn run_fetchers<T: Send>(
     })
 }
 
+// ANCHOR_END: crawl
+
+// The loop and its guard are the pool's (`pool.rs`), line for line: the
+// chapter does not show them again.
+
 /// The loop each thread runs: take an item, work on it, mark it done.
 fn fetcher<T>(urls_todo: &Queue<T>, work: &impl Fn(&Queue<T>, T)) {
     while let Some(item) = urls_todo.get() {
@@ -168,4 +173,3 @@ impl<T> Drop for TaskDone<'_, T> {
         self.0.task_done();
     }
 }
-// ANCHOR_END: crawl
