@@ -27,7 +27,8 @@
 //! - **A panic policy.** The scope waits for every thread, so a thread
 //!   still asleep in `Queue::get` keeps it open for ever: the queue must
 //!   still be shut down, by the main thread once the work is done, and at
-//!   once by a guard when a fetch panics (the pool's `TaskDone`, again).
+//!   once by a guard when a fetch panics: the threads run the pool's own loop,
+//!   `pool::fetcher`, with its `TaskDone` guard.
 //!   And a panic must still be turned into the crawl's error: a thread's
 //!   panic left unjoined makes `thread::scope` itself panic.
 //! - **A pool that outlives one crawl.** These threads are started for one
@@ -50,7 +51,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use lesson1_threadpool::crawler::Crawler;
-use lesson1_threadpool::pool::panic_message;
+use lesson1_threadpool::pool::{fetcher, panic_message};
 use lesson1_threadpool::queue::Queue;
 use lesson1_threadpool::MAX_THREADS;
 use shared::{Config, CrawlReport};
@@ -106,7 +107,9 @@ pub fn run_fetchers<T: Send>(
     thread::scope(|scope| {
         let mut fetchers = Vec::with_capacity(threads);
         let spawned = (0..threads).try_for_each(|i| {
-            // A named thread shows up as `fetcher-3` in a panic message.
+            // A named thread shows up as `fetcher-3` in a panic message. Each
+            // runs the pool's own loop: `TaskDone` marks every item done,
+            // and shuts the queue down at once when `work` panics.
             let handle = thread::Builder::new()
                 .name(format!("fetcher-{i}"))
                 .spawn_scoped(scope, || fetcher(urls_todo, &work))?;
@@ -144,32 +147,3 @@ pub fn run_fetchers<T: Send>(
 }
 
 // ANCHOR_END: crawl
-
-// The loop and its guard are the pool's (`pool.rs`), line for line: the
-// chapter does not show them again.
-
-/// The loop each thread runs: take an item, work on it, mark it done.
-fn fetcher<T>(urls_todo: &Queue<T>, work: &impl Fn(&Queue<T>, T)) {
-    while let Some(item) = urls_todo.get() {
-        // Dropped at the end of this iteration — or while unwinding, when
-        // `work` panics. Either way the item is marked done exactly once.
-        let _done = TaskDone(urls_todo);
-        work(urls_todo, item);
-    }
-}
-
-/// Calls `task_done` when dropped: the guard the scope does not provide.
-struct TaskDone<'a, T>(&'a Queue<T>);
-
-impl<T> Drop for TaskDone<'_, T> {
-    fn drop(&mut self) {
-        if thread::panicking() {
-            // This thread is about to end. Were it the last, the URLs still
-            // queued would never be taken and `join` would wait for ever:
-            // drop them (they count as done) so that the crawl ends and the
-            // panic comes back as its error.
-            self.0.shutdown(true);
-        }
-        self.0.task_done();
-    }
-}

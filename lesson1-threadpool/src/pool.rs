@@ -133,8 +133,9 @@ impl<T> Drop for ThreadPool<T> {
 }
 
 // ANCHOR: fetcher
-/// The loop each thread runs: the tutorial's `Fetcher.run`.
-fn fetcher<T>(tasks: &Queue<T>, work: &dyn Fn(&Queue<T>, T)) {
+/// The loop each thread runs: the tutorial's `Fetcher.run`. Public for
+/// `examples/std_threads.rs`, whose scoped threads run this same loop.
+pub fn fetcher<T>(tasks: &Queue<T>, work: &dyn Fn(&Queue<T>, T)) {
     while let Some(item) = tasks.get() {
         // Dropped at the end of this iteration — or while unwinding, when
         // `work` panics. Either way the item is marked done exactly once.

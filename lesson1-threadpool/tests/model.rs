@@ -73,18 +73,15 @@ fn queue_join_waits_for_task_done_not_for_an_empty_queue() {
             call("put(1)", || queue.put(1)).expect("`put` on an open queue is `Ok`");
             let worker = {
                 let (queue, worked) = (Arc::clone(&queue), Arc::clone(&worked));
-                thread::Builder::new()
-                    .name("worker".into())
-                    .spawn(move || {
-                        call("get()", || queue.get());
-                        // The work takes a while: `loom` may run the
-                        // other thread here.
-                        schedule::step("works on the item".into());
-                        thread::yield_now();
-                        worked.store(true, Ordering::SeqCst);
-                        call("task_done()", || queue.task_done());
-                    })
-                    .expect("loom starts a thread")
+                schedule::start("worker", move || {
+                    call("get()", || queue.get());
+                    // The work takes a while: `loom` may run the
+                    // other thread here.
+                    schedule::step("works on the item".into());
+                    thread::yield_now();
+                    worked.store(true, Ordering::SeqCst);
+                    call("task_done()", || queue.task_done());
+                })
             };
             call("join()", || queue.join());
             assert!(
@@ -108,10 +105,9 @@ fn queue_every_join_wakes_when_the_last_task_is_done() {
             let joiners: Vec<_> = (1..=2)
                 .map(|i| {
                     let queue = Arc::clone(&queue);
-                    thread::Builder::new()
-                        .name(format!("joiner-{i}"))
-                        .spawn(move || call("join()", || queue.join()))
-                        .expect("loom starts a thread")
+                    schedule::start(format!("joiner-{i}"), move || {
+                        call("join()", || queue.join())
+                    })
                 })
                 .collect();
             call("get()", || queue.get());
@@ -137,10 +133,7 @@ fn queue_each_get_gets_an_item() {
             let getters: Vec<_> = (1..=2)
                 .map(|i| {
                     let queue = Arc::clone(&queue);
-                    thread::Builder::new()
-                        .name(format!("getter-{i}"))
-                        .spawn(move || call("get()", || queue.get()))
-                        .expect("loom starts a thread")
+                    schedule::start(format!("getter-{i}"), move || call("get()", || queue.get()))
                 })
                 .collect();
             call("put(1)", || queue.put(1)).expect("`put` on an open queue is `Ok`");
@@ -172,17 +165,14 @@ fn queue_shutdown_wakes_every_get_and_drains_the_queue() {
             let getters: Vec<_> = (1..=2)
                 .map(|i| {
                     let queue = Arc::clone(&queue);
-                    thread::Builder::new()
-                        .name(format!("getter-{i}"))
-                        .spawn(move || {
-                            let mut got = Vec::new();
-                            while let Some(item) = call("get()", || queue.get()) {
-                                got.push(item);
-                                call("task_done()", || queue.task_done());
-                            }
-                            got
-                        })
-                        .expect("loom starts a thread")
+                    schedule::start(format!("getter-{i}"), move || {
+                        let mut got = Vec::new();
+                        while let Some(item) = call("get()", || queue.get()) {
+                            got.push(item);
+                            call("task_done()", || queue.task_done());
+                        }
+                        got
+                    })
                 })
                 .collect();
             call("put(1)", || queue.put(1)).expect("`put` on an open queue is `Ok`");
@@ -218,14 +208,11 @@ fn queue_immediate_shutdown_leaves_join_only_the_items_taken() {
             // items come, or when the shutdown does.
             let worker = {
                 let queue = Arc::clone(&queue);
-                thread::Builder::new()
-                    .name("worker".into())
-                    .spawn(move || {
-                        while let Some(_item) = call("get()", || queue.get()) {
-                            call("task_done()", || queue.task_done());
-                        }
-                    })
-                    .expect("loom starts a thread")
+                schedule::start("worker", move || {
+                    while let Some(_item) = call("get()", || queue.get()) {
+                        call("task_done()", || queue.task_done());
+                    }
+                })
             };
             for i in 1..=2 {
                 call(&format!("put({i})"), || queue.put(i))
@@ -364,14 +351,11 @@ fn seen_set_a_url_is_new_to_exactly_one_thread() {
                 .map(|i| {
                     let (crawler, urls_todo, link) =
                         (Arc::clone(&crawler), Arc::clone(&urls_todo), link.clone());
-                    thread::Builder::new()
-                        .name(format!("finder-{i}"))
-                        .spawn(move || {
-                            call("add_urls([http://h/a])", || {
-                                crawler.add_urls(&urls_todo, &[link], 1)[0]
-                            })
+                    schedule::start(format!("finder-{i}"), move || {
+                        call("add_urls([http://h/a])", || {
+                            crawler.add_urls(&urls_todo, &[link], 1)[0]
                         })
-                        .expect("loom starts a thread")
+                    })
                 })
                 .collect();
             let new = finders

@@ -45,6 +45,18 @@ pub fn call<R: Debug>(what: &str, f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Start a thread of the test itself, named (the name is its column in a
+/// failure's interleaving).
+pub fn start<T: Send + 'static>(
+    name: impl Into<String>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> loom::thread::JoinHandle<T> {
+    loom::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .expect("loom starts every thread it is asked to")
+}
+
 /// Wait for a thread the test started to end, recording the wait: its
 /// result, or the panic that ended it, passed on.
 pub fn finish<T>(thread: loom::thread::JoinHandle<T>) -> T {
